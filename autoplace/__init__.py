@@ -1,0 +1,46 @@
+"""autoplace: where should this JAX model run, at what batch size and precision, and why.
+
+The public API. Importing it loads neither JAX nor Optuna: measurements run in a
+worker process, and the tuner imports Optuna when it is called.
+"""
+
+from autoplace.config import PRECISIONS, Config
+from autoplace.devices import DeviceInfo
+from autoplace.errors import (
+    AutoplaceError,
+    BadInputError,
+    ConfigFileError,
+    ModelFileError,
+    StorageError,
+    WorkerError,
+)
+from autoplace.measure import measure
+from autoplace.measurement import Measurement
+from autoplace.settings import MeasureRequest, MeasureSettings
+from autoplace.worker import Backend, InProcessBackend, SubprocessBackend
+from autoplace.workload import Workload, WorkloadInfo, workload
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRECISIONS",
+    "AutoplaceError",
+    "Backend",
+    "BadInputError",
+    "Config",
+    "ConfigFileError",
+    "DeviceInfo",
+    "InProcessBackend",
+    "MeasureRequest",
+    "MeasureSettings",
+    "Measurement",
+    "ModelFileError",
+    "StorageError",
+    "SubprocessBackend",
+    "WorkerError",
+    "Workload",
+    "WorkloadInfo",
+    "__version__",
+    "measure",
+    "workload",
+]

@@ -1,0 +1,3 @@
+from autoplace.cli import main
+
+main()

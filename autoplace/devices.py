@@ -1,0 +1,27 @@
+"""What the measurement worker reports about the machine's devices."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """One JAX device as seen from a worker: ``name`` is ``platform:index``."""
+
+    name: str
+    platform: str
+    kind: str
+    #: Memory the device can hand out, in bytes (host RAM for CPU devices), if known.
+    memory_bytes: int | None = None
+
+
+def distinct_kinds(devices: list[DeviceInfo]) -> list[DeviceInfo]:
+    """The first device of each (platform, kind): identical devices measure the same."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for d in devices:
+        if (d.platform, d.kind) not in seen:
+            seen.add((d.platform, d.kind))
+            out.append(d)
+    return out

@@ -1,0 +1,462 @@
+"""The measuring itself. Runs inside a worker process; the one module that imports JAX.
+
+One :meth:`Engine.measure` call takes a configuration through these phases, each
+timed on its own so the costs the seeds' authors saw mixed together come apart:
+
+1. build: call the user's workload function (``width``, ``dtype``).
+2. transfer: put one host batch on the device, repeatedly (median).
+3. lower: trace the step to a jaxpr and lower it to StableHLO.
+4. compile: XLA compiles the lowered program (the persistent cache is off, so
+   this is always a real compile).
+5. memory and FLOPs: XLA's memory and cost analyses of the compiled program.
+   A configuration predicted not to fit is stopped here as ``too_big``.
+6. first call: one execution, batch already on the device.
+7. steady state: chunks of steps of the *same* compiled executable, each ended
+   by ``block_until_ready``; a compile counter proves none happened meanwhile.
+8. fed steady state: the same, putting a fresh host batch on the device each step.
+9. checks: outputs finite; deviation of a lower precision from float32.
+
+Failures the configuration owns (out of memory, errors in the user's code) come
+back as statuses; anything else is autoplace's bug and propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autoplace.devices import DeviceInfo
+from autoplace.errors import BadInputError
+from autoplace.measurement import Measurement
+from autoplace.settings import MeasureRequest, MeasureSettings
+from autoplace.workload import (
+    Workload,
+    WorkloadInfo,
+    describe_exception,
+    find_workloads,
+    import_model_file,
+)
+
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_DOT_RE = re.compile(
+    r"stablehlo\.(?:dot_general|dot|convolution)\b.*->\s*tensor<(?:[0-9?]+x)*([a-z0-9]+)>"
+)
+
+
+class ConfigFailure(Exception):
+    """A failure that belongs to the configuration: ends the measurement with a status."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
+
+
+@contextlib.contextmanager
+def user_phase(what: str, path: Path) -> Iterator[None]:
+    """Turn an exception raised while ``what`` into a :class:`ConfigFailure`.
+
+    Only code that runs the user's workload, or XLA on the user's program, goes
+    inside: an exception there is the configuration's, not autoplace's.
+    """
+    try:
+        yield
+    except ConfigFailure:
+        raise
+    except Exception as exc:
+        if _is_oom(exc):
+            first = str(exc).strip().splitlines()[0][:200]
+            raise ConfigFailure("oom", f"out of memory while {what}: {first}") from exc
+        raise ConfigFailure("error", f"{what} raised {describe_exception(exc, path)}") from exc
+
+
+def relative_spread(samples: list[float]) -> float:
+    """Interquartile range over median: 0.05 means the middle half lies within 5%."""
+    if len(samples) < 2:
+        return 0.0
+    q1, med, q3 = np.percentile(samples, [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else 0.0
+
+
+def time_steps(
+    run_chunk: Callable[[int], float], per_step_guess: float, settings: MeasureSettings, cap_s: float
+) -> tuple[float, float, int]:
+    """Median seconds per step, its relative spread, and the number of chunks timed.
+
+    ``run_chunk(k)`` runs ``k`` steps, blocks until they are done and returns the
+    seconds it took. Chunks are sized to last at least ``settings.sample_min_s``
+    so timer resolution and the final synchronisation are amortised.
+    """
+    k = max(1, math.ceil(settings.sample_min_s / max(per_step_guess, 1e-7)))
+    samples: list[float] = []
+    start = time.perf_counter()
+    while True:
+        samples.append(run_chunk(k) / k)
+        n = len(samples)
+        if n >= settings.min_samples and relative_spread(samples) <= settings.target_spread:
+            break
+        if n >= settings.max_samples:
+            break
+        if n >= 3 and n >= min(settings.min_samples, 3) and time.perf_counter() - start >= cap_s:
+            break
+    return float(np.median(samples)), relative_spread(samples), len(samples)
+
+
+def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
+    """Element types of the dot/convolution results in a lowered program, sorted."""
+    return tuple(sorted(set(_DOT_RE.findall(stablehlo_text))))
+
+
+def tree_bytes(tree: Any) -> int:
+    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+
+
+def relative_deviation(out: Any, ref: Any) -> float | None:
+    """Relative L2 distance between two output pytrees (float leaves only)."""
+    a_leaves, b_leaves = jax.tree.leaves(out), jax.tree.leaves(ref)
+    if len(a_leaves) != len(b_leaves):
+        return None
+    num = den = 0.0
+    compared = 0
+    for a, b in zip(a_leaves, b_leaves, strict=True):
+        a64 = np.asarray(a).astype(np.float64)
+        b64 = np.asarray(b).astype(np.float64)
+        if a64.shape != b64.shape or not np.issubdtype(np.asarray(b).dtype, np.inexact):
+            continue
+        compared += 1
+        num += float(np.sum((a64 - b64) ** 2))
+        den += float(np.sum(b64**2))
+    if not compared:
+        return None
+    if den == 0.0:
+        return 0.0 if num == 0.0 else None
+    return math.sqrt(num / den)
+
+
+class Engine:
+    """Measures configurations inside one process. Holds caches, so keep one per worker.
+
+    Not thread-safe: one measurement at a time, as timings demand anyway.
+    """
+
+    def __init__(self, jax_config: dict[str, Any] | None = None) -> None:
+        for key, value in (jax_config or {}).items():
+            jax.config.update(key, value)
+        # A persistent-cache hit would pass for a fast compile: never allow one.
+        jax.config.update("jax_enable_compilation_cache", False)
+        self._compiles = 0
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        self._modules: dict[tuple[str, str], dict[str, tuple[WorkloadInfo, Callable]]] = {}
+        self._references: OrderedDict[tuple, Any] = OrderedDict()
+        self._built: OrderedDict[tuple, tuple[Workload, float]] = OrderedDict()
+
+    def _on_event(self, event: str, duration: float, **_: Any) -> None:
+        if event == _COMPILE_EVENT:
+            self._compiles += 1
+
+    # --- catalogue -------------------------------------------------------------------
+
+    def devices(self) -> list[DeviceInfo]:
+        out = []
+        for d in _all_devices():
+            memory = None
+            stats = d.memory_stats() if d.platform != "cpu" else None
+            if stats and "bytes_limit" in stats:
+                memory = int(stats["bytes_limit"])
+            elif d.platform == "cpu":
+                memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            out.append(
+                DeviceInfo(
+                    name=_name(d),
+                    platform=_platform(d),
+                    kind=d.device_kind,
+                    memory_bytes=memory,
+                )
+            )
+        return out
+
+    def catalog(self, path: str, sha256: str) -> dict[str, WorkloadInfo]:
+        return {name: info for name, (info, _) in self._load(path, sha256).items()}
+
+    def _load(self, path: str, sha256: str) -> dict[str, tuple[WorkloadInfo, Callable]]:
+        key = (path, sha256)
+        if key not in self._modules:
+            p = Path(path)
+            self._modules[key] = find_workloads(import_model_file(p), p)
+        return self._modules[key]
+
+    def _device(self, name: str) -> Any:
+        for d in _all_devices():
+            if _name(d) == name:
+                return d
+        known = ", ".join(d.name for d in self.devices())
+        raise BadInputError(f"unknown device {name!r}: this machine has {known}")
+
+    # --- measuring ---------------------------------------------------------------------
+
+    def measure(self, request: MeasureRequest) -> Measurement:
+        info, fn = self._load(request.model_file, request.sha256)[request.workload]
+        config = request.config
+        width = config.width if config.width is not None else info.default_width
+        device = self._device(config.device)
+        figures: dict[str, Any] = {
+            "device": config.device,
+            "batch_size": config.batch_size,
+            "precision": config.precision,
+            "width": width,
+            "workload": request.workload,
+            "device_kind": device.device_kind,
+            "compile_cache": "disabled",
+        }
+        try:
+            self._measure(request, fn, width, device, figures)
+            status, reason = ("ok", "") if figures["finite"] else (
+                "nonfinite",
+                "the step produced NaN or inf",
+            )
+        except ConfigFailure as failure:
+            status, reason = failure.status, failure.reason
+        finally:
+            jax.clear_caches()
+            gc.collect()
+        return Measurement(status=status, reason=reason, **figures)  # type: ignore[arg-type]
+
+    def _build(
+        self, request: MeasureRequest, fn: Callable, width: int | None, precision: str
+    ) -> tuple[Workload, float]:
+        """The workload for (width, precision) and the seconds its build took.
+
+        Builds are cached (a few, least recently used first out): they depend on
+        neither batch size nor device, and a user's eager initialisation can cost
+        seconds. The cached state is never donated; each run gets its own copy.
+        """
+        key = (request.model_file, request.sha256, request.workload, width, precision)
+        if key not in self._built:
+            t = time.perf_counter()
+            with user_phase("building the workload", Path(request.model_file)):
+                workload = fn(width, jnp.dtype(precision))
+            if not isinstance(workload, Workload):
+                raise ConfigFailure(
+                    "error",
+                    f"the workload function returned {type(workload).__name__}, "
+                    "not autoplace.Workload",
+                )
+            self._built[key] = (workload, time.perf_counter() - t)
+            while len(self._built) > 4:
+                self._built.popitem(last=False)
+        self._built.move_to_end(key)
+        return self._built[key]
+
+    def _host_batch(self, workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
+        with user_phase("making a batch", path):
+            batch = workload.make_batch(batch_size, np.random.default_rng(seed))
+            return jax.tree.map(np.asarray, batch)
+
+    def _measure(
+        self,
+        request: MeasureRequest,
+        fn: Callable,
+        width: int | None,
+        device: Any,
+        fig: dict[str, Any],
+    ) -> None:
+        s = request.settings
+        path = Path(request.model_file)
+        config = request.config
+
+        workload, fig["build_s"] = self._build(request, fn, width, config.precision)
+        host = [self._host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
+        fig["batch_bytes"] = tree_bytes(host[0])
+
+        with user_phase("putting the state and a batch on the device", path):
+            state = jax.block_until_ready(
+                jax.device_put(workload.state, device, may_alias=False)
+            )
+            batch = jax.block_until_ready(jax.device_put(host[0], device))
+            fig["transfer_s"] = _median_transfer(host[0], device)
+
+        train = workload.kind == "train"
+        jitted = jax.jit(workload.step, donate_argnums=(0,) if train else ())
+        t = time.perf_counter()
+        with user_phase("tracing and lowering the step", path):
+            lowered = jitted.trace(state, batch).lower()
+        fig["lower_s"] = time.perf_counter() - t
+        fig["compute_dtypes"] = compute_dtypes(lowered.as_text())
+
+        t = time.perf_counter()
+        with user_phase("compiling the step", path):
+            compiled = lowered.compile()
+        fig["compile_s"] = time.perf_counter() - t
+
+        fig["flops"] = _flops(compiled)
+        predicted = _predicted_bytes(compiled)
+        fig["predicted_bytes"] = predicted
+        fig["peak_bytes"], fig["peak_bytes_source"] = predicted, "predicted"
+        limit = _memory_limit(device, s.max_memory)
+        if predicted is not None and limit is not None and predicted > limit:
+            raise ConfigFailure(
+                "too_big",
+                f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
+            )
+
+        peak_before = _peak(device)
+        t = time.perf_counter()
+        with user_phase("running the first step", path):
+            out = jax.block_until_ready(compiled(state, batch))
+        fig["first_call_s"] = time.perf_counter() - t
+        first_out = jax.device_get(out) if s.deviation else None
+
+        carry = {"state": out if train else state, "out": out}
+
+        def run_chunk(k: int, fed: bool = False) -> float:
+            st, o = carry["state"], carry["out"]
+            t0 = time.perf_counter()
+            for i in range(k):
+                b = jax.device_put(host[i % 2], device) if fed else batch
+                o = compiled(st, b)
+                if train:
+                    st = o
+            jax.block_until_ready(o)
+            elapsed = time.perf_counter() - t0
+            carry["state"], carry["out"] = st, o
+            return elapsed
+
+        compiles_before = self._compiles
+        with user_phase("running the steady-state loop", path):
+            run_chunk(s.warmup_steps)
+            guess = run_chunk(1)
+            fig["step_s"], fig["step_spread"], fig["step_samples"] = time_steps(
+                run_chunk, guess, s, s.time_cap_s
+            )
+            fed_guess = run_chunk(1, fed=True)
+            fig["fed_step_s"], fig["fed_step_spread"], _ = time_steps(
+                lambda k: run_chunk(k, fed=True), fed_guess, s, s.fed_time_cap_s
+            )
+        fig["timing_compiles"] = self._compiles - compiles_before
+        if fig["timing_compiles"]:
+            raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
+
+        peak_after = _peak(device)
+        if peak_after is not None and (peak_before is None or peak_after > peak_before):
+            fig["peak_bytes"], fig["peak_bytes_source"] = peak_after, "measured"
+
+        fig["samples_per_s"] = config.batch_size / fig["step_s"]
+        fig["fed_samples_per_s"] = config.batch_size / fig["fed_step_s"]
+        if fig["flops"] is not None:
+            fig["flops_per_s"] = fig["flops"] / fig["step_s"]
+        with user_phase("checking the outputs", path):
+            fig["finite"] = _all_finite(carry["out"])
+        if first_out is not None:
+            fig["deviation_vs_float32"] = self._deviation(request, fn, width, device, first_out)
+
+    def _deviation(
+        self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, out: Any
+    ) -> float | None:
+        """Deviation of ``out`` from the float32 workload's first output on the same batch."""
+        config = request.config
+        key = (request.model_file, request.sha256, request.workload, width, config.batch_size)
+        if config.precision == "float32":
+            self._remember(key, out)
+            return 0.0
+        ref = self._references.get(key)
+        if ref is None:
+            path = Path(request.model_file)
+            workload, _ = self._build(request, fn, width, "float32")
+            host = self._host_batch(workload, config.batch_size, request.settings.seed, path)
+            with user_phase("running the float32 reference", path):
+                state = jax.device_put(workload.state, device, may_alias=False)
+                ref = jax.device_get(jax.jit(workload.step)(state, jax.device_put(host, device)))
+            self._remember(key, ref)
+        return relative_deviation(out, ref)
+
+    def _remember(self, key: tuple, value: Any) -> None:
+        self._references[key] = value
+        self._references.move_to_end(key)
+        while len(self._references) > 8:
+            self._references.popitem(last=False)
+
+
+def _platform(d: Any) -> str:
+    return "gpu" if d.platform in ("cuda", "rocm", "gpu") else d.platform
+
+
+def _all_devices() -> list[Any]:
+    devices = list(jax.devices())
+    if devices[0].platform != "cpu":
+        devices += jax.devices("cpu")
+    return devices
+
+
+def _name(d: Any) -> str:
+    """``platform:index``, the index counting devices of that platform from 0."""
+    return f"{_platform(d)}:{jax.devices(d.platform).index(d)}"
+
+
+def _median_transfer(host_batch: Any, device: Any, cap_s: float = 0.3) -> float:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < 3 or (len(times) < 30 and time.perf_counter() - start < cap_s):
+        t = time.perf_counter()
+        jax.block_until_ready(jax.device_put(host_batch, device))
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def _flops(compiled: Any) -> float | None:
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, list):  # older jax returned one dict per program
+        analysis = analysis[0] if analysis else None
+    if not analysis or "flops" not in analysis:
+        return None
+    return float(analysis["flops"])
+
+
+def _predicted_bytes(compiled: Any) -> int | None:
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    return int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+        + stats.generated_code_size_in_bytes
+    )
+
+
+def _memory_limit(device: Any, max_memory: int | None) -> int | None:
+    limits = [m for m in (max_memory, _device_memory(device)) if m is not None]
+    return min(limits) if limits else None
+
+
+def _device_memory(device: Any) -> int | None:
+    if device.platform == "cpu":
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    stats = device.memory_stats()
+    return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
+
+
+def _peak(device: Any) -> int | None:
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+
+
+def _all_finite(tree: Any) -> bool:
+    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)

@@ -1,0 +1,41 @@
+"""autoplace's exceptions: one root, a few narrow kinds.
+
+Every message says what happened, why, and how to fix it, in one line, because the
+CLI prints it as the whole of its error output.
+
+Expected failures of a *configuration* (out of memory, a crash, a hang, an exception
+in the user's step) are not exceptions: they come back as a
+:class:`~autoplace.Measurement` with a status and a reason. These classes are for
+problems with what the user asked for, and for autoplace's own bugs.
+"""
+
+from __future__ import annotations
+
+
+class AutoplaceError(Exception):
+    """Root of every error autoplace raises on purpose."""
+
+    #: The CLI's exit code for this kind of error.
+    exit_code: int = 1
+
+
+class BadInputError(AutoplaceError):
+    """The user asked for something impossible: an unknown device, batch size 0, ..."""
+
+    exit_code = 2
+
+
+class ModelFileError(BadInputError):
+    """The model file is missing, does not import, or holds no usable workload."""
+
+
+class ConfigFileError(BadInputError):
+    """A recommendation file is damaged or of a schema version this autoplace cannot read."""
+
+
+class StorageError(BadInputError):
+    """The study storage cannot be opened: bad URL, missing driver, unreachable or corrupt."""
+
+
+class WorkerError(AutoplaceError):
+    """The measurement worker broke in a way that is autoplace's fault, not the workload's."""

@@ -1,0 +1,66 @@
+"""``autoplace.measure``: one configuration of one workload, measured in isolation."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from autoplace.config import Config
+from autoplace.devices import DeviceInfo
+from autoplace.errors import BadInputError
+from autoplace.measurement import Measurement
+from autoplace.settings import MeasureRequest, MeasureSettings
+from autoplace.worker import Backend, SubprocessBackend
+from autoplace.workload import ModelFile, WorkloadInfo, pick_workload
+
+
+def resolve_workload(
+    backend: Backend, model_file: str | Path, workload: str | None
+) -> tuple[ModelFile, WorkloadInfo]:
+    """Check the file exists and imports, and pick the workload (by name, or the only one)."""
+    mf = ModelFile.at(model_file)
+    found = backend.catalog(str(mf.path), mf.sha256)
+    name = pick_workload(found, mf.path, workload)
+    return mf, found[name]
+
+
+def check_device(devices: list[DeviceInfo], device: str) -> None:
+    names = [d.name for d in devices]
+    if device not in names:
+        raise BadInputError(f"unknown device {device!r}: this machine has {', '.join(names)}")
+
+
+def measure(
+    model_file: str | Path,
+    *,
+    device: str = "cpu",
+    batch_size: int,
+    precision: str = "float32",
+    width: int | None = None,
+    workload: str | None = None,
+    settings: MeasureSettings | None = None,
+    backend: Backend | None = None,
+) -> Measurement:
+    """Measure one configuration of a model file's workload and return its figures.
+
+    Failures of the configuration (out of memory, crash, hang, an exception in the
+    workload's code) come back as a :class:`Measurement` with a ``status``; bad
+    input (missing file, unknown device, ...) raises
+    :class:`~autoplace.errors.BadInputError`. Without ``backend``, a worker process
+    is started for this call and stopped after it; pass a
+    :class:`~autoplace.worker.SubprocessBackend` to reuse one across calls.
+    """
+    config = Config(device=device, batch_size=batch_size, precision=precision, width=width)
+    with contextlib.ExitStack() as stack:
+        if backend is None:
+            backend = stack.enter_context(SubprocessBackend())
+        mf, info = resolve_workload(backend, model_file, workload)
+        check_device(backend.devices(), config.device)
+        request = MeasureRequest(
+            model_file=str(mf.path),
+            sha256=mf.sha256,
+            workload=info.name,
+            config=config,
+            settings=settings or MeasureSettings(),
+        )
+        return backend.measure(request)

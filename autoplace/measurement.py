@@ -1,0 +1,98 @@
+"""The result of measuring one configuration: every cost kept apart."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+Status = Literal["ok", "nonfinite", "oom", "too_big", "crash", "timeout", "error"]
+
+#: Statuses that mean the configuration ran and its timings are real.
+MEASURED: frozenset[str] = frozenset({"ok", "nonfinite"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """Figures for one configuration of one workload. Times are in seconds.
+
+    ``status`` says how it ended: ``ok``; ``nonfinite`` (ran, but produced NaN or
+    inf); ``oom`` (the device ran out of memory at compile or run time);
+    ``too_big`` (XLA's memory analysis predicted more than the memory limit, so
+    it was not run); ``crash`` (the worker process died, e.g. by a signal);
+    ``timeout`` (it ran past the per-measurement time limit and was killed);
+    ``error`` (the workload's own code raised). ``reason`` is one line saying why.
+    Figures a failure never reached are ``None``.
+    """
+
+    status: Status
+    reason: str
+    device: str
+    batch_size: int
+    precision: str
+    width: int | None
+    workload: str = ""
+    device_kind: str | None = None
+    #: Calling the user's workload function (building state and step).
+    build_s: float | None = None
+    #: Tracing the step to a jaxpr and lowering it to StableHLO.
+    lower_s: float | None = None
+    #: XLA compiling the lowered program (persistent cache disabled, so never a hit).
+    compile_s: float | None = None
+    #: The first execution of the compiled step, with its batch already on the device.
+    first_call_s: float | None = None
+    #: Steady-state time of one step, batch on device: median over timed samples.
+    step_s: float | None = None
+    #: Relative spread of the step samples: interquartile range / median.
+    step_spread: float | None = None
+    step_samples: int | None = None
+    #: Steady-state time of one step including putting a fresh host batch on the device.
+    fed_step_s: float | None = None
+    fed_step_spread: float | None = None
+    #: Host-to-device transfer of one batch, alone (median).
+    transfer_s: float | None = None
+    batch_bytes: int | None = None
+    #: ``batch_size / step_s`` and ``batch_size / fed_step_s``.
+    samples_per_s: float | None = None
+    fed_samples_per_s: float | None = None
+    #: FLOPs of one step from XLA's cost analysis, and ``flops / step_s``.
+    flops: float | None = None
+    flops_per_s: float | None = None
+    #: Bytes XLA's memory analysis predicts (arguments + outputs + temporaries - aliased).
+    predicted_bytes: int | None = None
+    #: Peak device memory: measured where the device reports it, else the prediction.
+    peak_bytes: int | None = None
+    peak_bytes_source: Literal["measured", "predicted"] | None = None
+    finite: bool | None = None
+    #: Element types of the lowered program's dot and convolution results.
+    compute_dtypes: tuple[str, ...] = ()
+    #: Relative L2 deviation of the first step's output from float32 on the same inputs.
+    deviation_vs_float32: float | None = None
+    #: Compiles seen while timing; must be 0 (the loop calls one AOT-compiled executable).
+    timing_compiles: int | None = None
+    #: The JAX persistent compilation cache's state during the measurement.
+    compile_cache: str | None = None
+    #: Seconds spent starting a fresh worker for this measurement (0 when reused).
+    worker_start_s: float | None = None
+    #: Wall time of the whole measurement as seen by the caller.
+    wall_s: float | None = None
+
+    @property
+    def measured(self) -> bool:
+        """True when the configuration ran and its timings can be compared."""
+        return self.status in MEASURED
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["compute_dtypes"] = list(self.compute_dtypes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs["compute_dtypes"] = tuple(kwargs.get("compute_dtypes") or ())
+        return cls(**kwargs)
+
+    @classmethod
+    def failed(cls, status: Status, reason: str, **config: Any) -> Measurement:
+        return cls(status=status, reason=reason, **config)

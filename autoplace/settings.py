@@ -1,0 +1,54 @@
+"""Knobs of one measurement, and the request that carries them to a worker."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autoplace.config import Config
+from autoplace.errors import BadInputError
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureSettings:
+    """How hard to try to get a stable steady-state number, and when to give up.
+
+    The steady-state loop times chunks of steps (each chunk at least
+    ``sample_min_s`` long, ended by ``block_until_ready``) until ``min_samples``
+    chunks agree within ``target_spread`` (interquartile range / median), or
+    ``time_cap_s`` has passed (with at least 3 chunks), or ``max_samples``.
+    """
+
+    warmup_steps: int = 2
+    min_samples: int = 5
+    max_samples: int = 40
+    target_spread: float = 0.03
+    sample_min_s: float = 0.02
+    time_cap_s: float = 1.5
+    #: Time cap of the loop that feeds a host batch every step.
+    fed_time_cap_s: float = 0.75
+    #: Whole-measurement limit; past it the worker is killed and the result is ``timeout``.
+    timeout_s: float = 300.0
+    #: Configurations XLA predicts to need more bytes than this are not run (``too_big``).
+    max_memory: int | None = None
+    #: Compare a lower precision's first output with float32 on the same inputs.
+    deviation: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise BadInputError(f"timeout must be positive, got {self.timeout_s}")
+        if self.max_memory is not None and self.max_memory <= 0:
+            raise BadInputError(f"max memory must be positive, got {self.max_memory}")
+        if self.min_samples < 1 or self.max_samples < self.min_samples:
+            raise BadInputError("need 1 <= min_samples <= max_samples")
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureRequest:
+    """Everything a worker needs to measure one configuration."""
+
+    model_file: str
+    sha256: str
+    workload: str
+    config: Config
+    settings: MeasureSettings = MeasureSettings()

@@ -1,0 +1,335 @@
+"""Measurement backends: where a measurement runs, and how its failures are contained.
+
+:class:`SubprocessBackend` (the default) runs measurements in a worker process that
+imports JAX once and is reused, so a measurement does not pay Python+JAX start-up
+each time. The calling process never imports JAX or touches an accelerator, so a
+workload that crashes, hangs or exhausts memory takes down only the worker:
+
+* the worker dies (segfault, abort, kill): status ``crash``, with the signal and
+  the last line the worker printed; a fresh worker serves the next measurement;
+* it runs past the time limit: the worker is killed, status ``timeout``;
+* out of memory: status ``oom``; the worker is replaced, because an allocator that
+  has failed once is not trusted for the next timing;
+* the user's code raises: status ``error``; the worker is kept (Python state is intact).
+
+:class:`InProcessBackend` runs in the calling process: no isolation, no start-up
+cost. Tests and debuggers use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from autoplace.devices import DeviceInfo
+from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
+from autoplace.measurement import Measurement
+from autoplace.settings import MeasureRequest
+from autoplace.workload import WorkloadInfo
+
+#: Exceptions a worker may raise on purpose; they cross the process boundary by name.
+_PASSED_ERRORS: dict[str, type[AutoplaceError]] = {
+    cls.__name__: cls for cls in (BadInputError, ModelFileError)
+}
+#: Statuses after which the worker is not reused.
+_RESTART_AFTER = frozenset({"oom", "crash", "timeout"})
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Where measurements run. The contract every backend keeps:
+
+    * calls come one at a time from one thread (timings need the machine quiet);
+    * :meth:`measure` returns a :class:`Measurement` for every failure that belongs
+      to the configuration (``oom``, ``crash``, ``timeout``, ``error``, ...); it
+      raises :class:`~autoplace.errors.BadInputError` for an impossible request
+      (unknown device, unknown workload) and :class:`WorkerError` for its own faults;
+    * :meth:`catalog` raises :class:`~autoplace.errors.ModelFileError` for a model
+      file that does not import or holds no workload;
+    * :meth:`close` releases processes and may be called twice.
+    """
+
+    def devices(self) -> list[DeviceInfo]: ...
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]: ...
+
+    def measure(self, request: MeasureRequest) -> Measurement: ...
+
+    def close(self) -> None: ...
+
+
+class InProcessBackend:
+    """Measures in this process. No isolation: a crash here is the caller's crash."""
+
+    def __init__(self, jax_config: dict[str, Any] | None = None) -> None:
+        from autoplace.engine import Engine
+
+        self._engine = Engine(jax_config)
+
+    def devices(self) -> list[DeviceInfo]:
+        return self._engine.devices()
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
+        return self._engine.catalog(model_file, sha256)
+
+    def measure(self, request: MeasureRequest) -> Measurement:
+        t = time.perf_counter()
+        result = self._engine.measure(request)
+        return _with(result, worker_start_s=0.0, wall_s=time.perf_counter() - t)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> InProcessBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SubprocessBackend:
+    """Measures in a reusable worker process; see the module docstring for what it survives.
+
+    Args:
+        jax_config: ``jax.config`` settings the worker applies before first use of JAX
+            (e.g. ``{"jax_num_cpu_devices": 4}``).
+        env: extra environment variables for the worker.
+    """
+
+    def __init__(
+        self, jax_config: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        self._jax_config = dict(jax_config or {})
+        self._env = dict(env or {})
+        self._process: Any = None
+        self._conn: Any = None
+        self._log = Path(tempfile.mkdtemp(prefix="autoplace-worker-")) / "worker.log"
+        self._devices: list[DeviceInfo] | None = None
+        #: Seconds the most recent worker took to start and answer (Python + JAX + devices).
+        self.last_start_s: float | None = None
+        self.starts = 0
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def _start(self) -> float:
+        """Start a worker and wait until it has JAX loaded and its devices listed.
+
+        The worker is a fresh interpreter (``python -m autoplace.worker``), not a
+        ``multiprocessing`` child: it never re-imports the caller's ``__main__``,
+        so an embedding script needs no ``if __name__ == "__main__"`` guard. It runs
+        in its own session, so a Ctrl-C at the terminal reaches only the caller.
+        """
+        t = time.perf_counter()
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **self._env}
+        with open(self._log, "ab") as log:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "autoplace.worker",
+                    str(theirs.fileno()),
+                    json.dumps(self._jax_config),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                start_new_session=True,
+            )
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        reply = self._roundtrip(("devices", None), timeout=300.0)
+        if reply[0] != "ok":
+            raise WorkerError(
+                f"the measurement worker failed to start: {reply[1]}; see {self._log}"
+            )
+        self._devices = reply[1]
+        self.last_start_s = time.perf_counter() - t
+        self.starts += 1
+        return self.last_start_s
+
+    def _stop(self, kill: bool = False) -> None:
+        if self._process is None:
+            return
+        with contextlib.suppress(OSError):
+            if not kill and self._process.poll() is None:
+                self._conn.send(("exit", None))
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(timeout=5)
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait(timeout=30)
+        with contextlib.suppress(OSError):
+            self._conn.close()
+        self._process = self._conn = None
+
+    def close(self) -> None:
+        self._stop()
+
+    def __enter__(self) -> SubprocessBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stop(kill=True)
+
+    # --- protocol ----------------------------------------------------------------------
+
+    def _roundtrip(self, message: tuple[str, Any], timeout: float) -> tuple[Any, ...]:
+        """Send ``message``; return the reply, or ``("crash", why)`` / ``("timeout", why)``."""
+        try:
+            self._conn.send(message)
+        except (BrokenPipeError, OSError):
+            return ("crash", self._death_reason())
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stop(kill=True)
+                return ("timeout", f"no result within {timeout:g} s; the worker was killed")
+            try:
+                if self._conn.poll(min(remaining, 0.5)):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                return ("crash", self._death_reason())
+            if self._process.poll() is not None:
+                return ("crash", self._death_reason())
+
+    def _death_reason(self) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=10)
+        code = self._process.poll()
+        if code is not None and code < 0:
+            why = f"the worker was killed by {signal.Signals(-code).name}"
+            if -code == signal.SIGKILL:
+                why += " (often the kernel's out-of-memory killer)"
+        else:
+            why = f"the worker exited with code {code}"
+        last = _last_line(self._log)
+        self._stop(kill=True)
+        return f"{why}: {last}" if last else why
+
+    def _call(self, op: str, payload: Any, timeout: float) -> tuple[Any, ...]:
+        started = 0.0
+        if self._process is None:
+            started = self._start()
+        reply = self._roundtrip((op, payload), timeout)
+        if reply[0] == "raise":
+            name, message = reply[1], reply[2]
+            raise _PASSED_ERRORS.get(name, WorkerError)(message)
+        if reply[0] == "internal":
+            self._stop(kill=True)
+            raise WorkerError(f"autoplace bug in the measurement worker:\n{reply[1]}")
+        return (*reply, started)
+
+    # --- Backend -----------------------------------------------------------------------
+
+    def devices(self) -> list[DeviceInfo]:
+        if self._devices is None:
+            self._start()
+        assert self._devices is not None
+        return self._devices
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
+        reply = self._call("catalog", (model_file, sha256), timeout=300.0)
+        if reply[0] in ("crash", "timeout"):
+            raise ModelFileError(
+                f"importing model file {model_file} ended the worker ({reply[1]}); "
+                "fix the file's top-level code"
+            )
+        return reply[1]
+
+    def measure(self, request: MeasureRequest) -> Measurement:
+        t = time.perf_counter()
+        reply = self._call("measure", request, timeout=request.settings.timeout_s)
+        started = reply[-1]
+        if reply[0] == "ok":
+            result: Measurement = reply[1]
+        else:
+            c = request.config
+            result = Measurement.failed(
+                reply[0],
+                reply[1],
+                device=c.device,
+                batch_size=c.batch_size,
+                precision=c.precision,
+                width=c.width,
+                workload=request.workload,
+            )
+        if result.status in _RESTART_AFTER:
+            self._stop(kill=True)
+        return _with(result, worker_start_s=started, wall_s=time.perf_counter() - t)
+
+
+def _with(m: Measurement, **changes: Any) -> Measurement:
+    import dataclasses
+
+    return dataclasses.replace(m, **changes)
+
+
+def _last_line(log: Path) -> str:
+    """The last informative line the worker wrote (a fatal error, usually)."""
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        line = line.strip()
+        if line and not line.startswith(("File ", "Current thread", "Thread ", "  ")):
+            return line[:300]
+    return ""
+
+
+def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
+    """The worker's loop: answer requests on the connection until told to exit."""
+    import faulthandler
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    faulthandler.enable()
+    conn = Connection(fd)
+
+    from autoplace.engine import Engine
+
+    engine = Engine(jax_config)
+    while True:
+        try:
+            op, payload = conn.recv()
+        except (EOFError, OSError):
+            return  # the caller is gone
+        if op == "exit":
+            return
+        try:
+            if op == "devices":
+                reply: tuple[Any, ...] = ("ok", engine.devices())
+            elif op == "catalog":
+                reply = ("ok", engine.catalog(*payload))
+            elif op == "measure":
+                reply = ("ok", engine.measure(payload))
+            else:
+                reply = ("internal", f"unknown operation {op!r}")
+        except (BadInputError, ModelFileError) as exc:
+            reply = ("raise", type(exc).__name__, str(exc))
+        except Exception:
+            reply = ("internal", traceback.format_exc())
+        sys.stdout.flush()
+        conn.send(reply)
+
+
+if __name__ == "__main__":
+    _worker_main(int(sys.argv[1]), json.loads(sys.argv[2]))

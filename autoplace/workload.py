@@ -1,0 +1,218 @@
+"""The model-file protocol: how a user's JAX code becomes something autoplace can measure.
+
+A model file is plain Python. It holds one or more *workload functions*; each takes
+``(width, dtype)`` and returns a :class:`Workload`::
+
+    @autoplace.workload(widths=(128, 1000), default_width=128)
+    def mlp(width, dtype):
+        params = init(width, dtype)
+        def step(params, batch): ...          # state -> state (training)
+        def make_batch(batch_size, rng): ...  # host numpy arrays
+        return autoplace.Workload(state=params, step=step, make_batch=make_batch)
+
+Undecorated files work too: a function named ``workload`` is found by name, and the
+module constants ``WIDTHS`` and ``DEFAULT_WIDTH`` declare its widths.
+
+Loading a file runs the user's code, so autoplace only ever does it inside a
+measurement worker (see :mod:`autoplace.worker`); this module itself imports no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from autoplace.errors import ModelFileError
+
+Kind = Literal["train", "infer"]
+
+#: The attribute the decorator leaves on a workload function.
+_MARK = "__autoplace_workload__"
+#: The name an undecorated workload function is found by.
+CONVENTIONAL_NAME = "workload"
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What a workload function returns: everything needed to run one step.
+
+    Attributes:
+        state: the initial state, a pytree of arrays. For training, the parameters
+            and optimiser state; for inference, the parameters.
+        step: ``step(state, batch)``. With ``kind="train"`` it returns the next
+            state (same structure), and autoplace donates the old one as a real
+            training loop would. With ``kind="infer"`` it returns predictions and
+            the state is reused unchanged.
+        make_batch: ``make_batch(batch_size, rng)`` returns one batch as a pytree of
+            host (numpy) arrays whose leading axis is ``batch_size``; ``rng`` is a
+            ``numpy.random.Generator``. It should not touch a device: autoplace
+            times the host-to-device transfer itself.
+        kind: ``"train"`` or ``"infer"``.
+    """
+
+    state: Any
+    step: Callable[[Any, Any], Any]
+    make_batch: Callable[[int, Any], Any]
+    kind: Kind = "train"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("train", "infer"):
+            raise ValueError(f"Workload kind must be 'train' or 'infer', got {self.kind!r}")
+        if not callable(self.step) or not callable(self.make_batch):
+            raise TypeError("Workload step and make_batch must be callables")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadInfo:
+    """What the decorator (or the module constants) declare about a workload function."""
+
+    name: str
+    widths: tuple[int, ...]
+    default_width: int | None
+    doc: str = ""
+
+
+def workload(
+    fn: Callable[..., Workload] | None = None,
+    *,
+    widths: Sequence[int] = (),
+    default_width: int | None = None,
+    name: str | None = None,
+) -> Any:
+    """Mark ``fn(width, dtype) -> Workload`` as a workload and declare its widths.
+
+    Returns ``fn`` itself, unchanged but for one attribute, so the function stays
+    callable as plain Python. Usable bare (``@workload``) or with arguments.
+    """
+
+    def mark(f: Callable[..., Workload]) -> Callable[..., Workload]:
+        ws = tuple(int(w) for w in widths)
+        dw = default_width if default_width is not None else (ws[0] if ws else None)
+        if dw is not None and ws and dw not in ws:
+            ws = (*ws, dw)
+        info = WorkloadInfo(
+            name=name or f.__name__,
+            widths=tuple(sorted(set(ws))),
+            default_width=dw,
+            doc=inspect.getdoc(f) or "",
+        )
+        setattr(f, _MARK, info)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFile:
+    """A model file on disk, identified by path and content."""
+
+    path: Path
+    sha256: str
+
+    @classmethod
+    def at(cls, path: str | Path) -> ModelFile:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise ModelFileError(f"model file {str(path)!r} does not exist: check the path")
+        if not p.is_file():
+            raise ModelFileError(f"model file {str(path)!r} is not a file: pass a .py file")
+        data = p.read_bytes()
+        return cls(path=p.resolve(), sha256=hashlib.sha256(data).hexdigest())
+
+
+def _user_frame(exc: BaseException, path: Path) -> str:
+    """``file:line`` of the deepest frame of ``exc`` inside the model file, if any."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename) == path:
+            where = f"{frame.filename}:{frame.lineno}"
+    return where
+
+
+def describe_exception(exc: BaseException, path: Path | None = None) -> str:
+    """One line: ``Type: message (file:line)``, with the model file's frame when known."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if isinstance(exc, SyntaxError):
+        text = f"SyntaxError: {exc.msg}"
+    where = _user_frame(exc, path) if path is not None else ""
+    return f"{text} ({where})" if where else text
+
+
+def import_model_file(path: Path) -> Any:
+    """Import the file as a fresh module. Raises :class:`ModelFileError` on any failure."""
+    module_name = f"_autoplace_model_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelFileError(f"cannot import {path}: it must be a Python source file (.py)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    # The file may import siblings (a shared layers.py), as it would when run directly.
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # the user's code: any failure is theirs to fix
+        sys.modules.pop(module_name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise ModelFileError(
+            f"model file {path} failed to import: {describe_exception(exc, path)}; "
+            "fix the file and run again"
+        ) from exc
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Callable[..., Any]]]:
+    """The workload functions of an imported model file, by name."""
+    found: dict[str, tuple[WorkloadInfo, Callable[..., Any]]] = {}
+    for value in vars(module).values():
+        info = getattr(value, _MARK, None)
+        if isinstance(info, WorkloadInfo):
+            found[info.name] = (info, value)
+    if not found:
+        fn = getattr(module, CONVENTIONAL_NAME, None)
+        if callable(fn):
+            widths = tuple(int(w) for w in getattr(module, "WIDTHS", ()))
+            default = getattr(module, "DEFAULT_WIDTH", widths[0] if widths else None)
+            info = WorkloadInfo(
+                name=CONVENTIONAL_NAME,
+                widths=tuple(sorted(set(widths) | ({default} if default else set()))),
+                default_width=default,
+                doc=inspect.getdoc(fn) or "",
+            )
+            found[info.name] = (info, fn)
+    if not found:
+        raise ModelFileError(
+            f"no workload found in {path}: decorate a function with @autoplace.workload "
+            f"or name it {CONVENTIONAL_NAME!r} (see the README's 'Model files')"
+        )
+    return found
+
+
+def pick_workload(
+    found: dict[str, Any], path: Path, name: str | None
+) -> str:
+    """The name to use: ``name`` if given and present, else the only one in the file."""
+    if name is not None:
+        if name not in found:
+            raise ModelFileError(
+                f"no workload named {name!r} in {path}: choose one of {', '.join(sorted(found))}"
+            )
+        return name
+    if len(found) > 1:
+        raise ModelFileError(
+            f"{path} holds several workloads ({', '.join(sorted(found))}): "
+            "pick one with --workload NAME"
+        )
+    return next(iter(found))

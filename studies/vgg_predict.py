@@ -1,0 +1,52 @@
+"""A small VGG-style CNN used for prediction only, from the seed about VGG on a Jetson TK1.
+
+Conv 3x3 blocks with max-pooling, then a dense classifier, on 64x64 RGB images.
+``width`` is the channel count of the first block (it doubles each block).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import autoplace
+
+IMAGE = 64
+BLOCKS = 3
+
+
+@autoplace.workload(widths=(8, 16, 32, 64), default_width=16)
+def vgg(width, dtype):
+    """Inference: images -> class probabilities."""
+    key = jax.random.PRNGKey(0)
+    params = {"convs": [], "dense": None}
+    c_in = 3
+    for i in range(BLOCKS):
+        c_out = width * 2**i
+        for _ in range(2):
+            key, k = jax.random.split(key)
+            w = jax.random.normal(k, (3, 3, c_in, c_out)) * jnp.sqrt(2.0 / (9 * c_in))
+            params["convs"].append((w.astype(dtype), jnp.zeros((c_out,), dtype)))
+            c_in = c_out
+    side = IMAGE // 2**BLOCKS
+    key, k = jax.random.split(key)
+    flat = side * side * c_in
+    params["dense"] = ((jax.random.normal(k, (flat, 10)) / jnp.sqrt(flat)).astype(dtype),
+                       jnp.zeros((10,), dtype))
+
+    def predict(params, images):
+        h = images
+        for i, (w, b) in enumerate(params["convs"]):
+            h = jax.lax.conv_general_dilated(
+                h, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            )
+            h = jax.nn.relu(h + b)
+            if i % 2 == 1:
+                h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                          "VALID")
+        w, b = params["dense"]
+        return jax.nn.softmax((h.reshape(h.shape[0], -1) @ w + b).astype(jnp.float32))
+
+    def make_batch(batch_size, rng):
+        return rng.random((batch_size, IMAGE, IMAGE, 3), dtype=np.float32).astype(dtype)
+
+    return autoplace.Workload(state=params, step=predict, make_batch=make_batch, kind="infer")
