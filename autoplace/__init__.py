@@ -16,7 +16,10 @@ from autoplace.errors import (
 )
 from autoplace.measure import measure
 from autoplace.measurement import Measurement
+from autoplace.objectives import Objective, make_objective
+from autoplace.search import Climb, Grid, Space, Strategy
 from autoplace.settings import MeasureRequest, MeasureSettings
+from autoplace.tuner import TrialEvent, TuneResult, tune
 from autoplace.worker import Backend, InProcessBackend, SubprocessBackend
 from autoplace.workload import Workload, WorkloadInfo, workload
 
@@ -27,20 +30,29 @@ __all__ = [
     "AutoplaceError",
     "Backend",
     "BadInputError",
+    "Climb",
     "Config",
     "ConfigFileError",
     "DeviceInfo",
+    "Grid",
     "InProcessBackend",
     "MeasureRequest",
     "MeasureSettings",
     "Measurement",
     "ModelFileError",
+    "Objective",
+    "Space",
     "StorageError",
+    "Strategy",
     "SubprocessBackend",
+    "TrialEvent",
+    "TuneResult",
     "WorkerError",
     "Workload",
     "WorkloadInfo",
     "__version__",
+    "make_objective",
     "measure",
+    "tune",
     "workload",
 ]

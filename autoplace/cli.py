@@ -120,6 +120,142 @@ def measure(
     raise typer.Exit(0 if result.status == "ok" else 1)
 
 
+@app.command()
+def tune(
+    model_file: ModelFileArg,
+    workload: WorkloadOpt = None,
+    devices: Annotated[
+        str | None,
+        typer.Option("--devices", help="Comma-separated devices [default: one of each kind]."),
+    ] = None,
+    batch_sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--batch-sizes",
+            help="List (16,32,64) or power-of-two range (8..1024) [default: 1..4096].",
+        ),
+    ] = None,
+    precisions: Annotated[
+        str | None,
+        typer.Option("--precisions", help="Comma-separated [default: float32,bfloat16,float16]."),
+    ] = None,
+    widths: Annotated[
+        str | None,
+        typer.Option("--widths", help="Widths to search [default: the file's default width]."),
+    ] = None,
+    objective: Annotated[
+        str,
+        typer.Option("--objective", help="throughput, time-to-finish or latency."),
+    ] = "throughput",
+    steps: Annotated[
+        int | None, typer.Option("--steps", help="Run length for time-to-finish, in steps.")
+    ] = None,
+    samples: Annotated[
+        int | None,
+        typer.Option("--samples", help="Run length in samples (one epoch with --epochs)."),
+    ] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs of --samples.")] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", help="At most this many new measurements.")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Stop starting measurements after this (s).")
+    ] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage", help="Study storage URL [default: sqlite:///studies/autoplace.db]."
+        ),
+    ] = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="Study name [default: workload+hardware].")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Recommendation file to write.")] = Path(
+        "autoplace.toml"
+    ),
+    max_memory: MaxMemoryOpt = None,
+    remeasure: Annotated[
+        bool, typer.Option("--remeasure", help="Measure again what the study already has.")
+    ] = False,
+    search: Annotated[
+        str, typer.Option("--search", help="climb (default) or grid (every configuration).")
+    ] = "climb",
+    measure_timeout: Annotated[
+        float,
+        typer.Option("--measure-timeout", help="Seconds before one measurement is killed."),
+    ] = 300.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search device x batch size x precision x width and write a recommendation file."""
+    from autoplace.search import strategy_named
+    from autoplace.settings import MeasureSettings
+    from autoplace.tuner import tune as run_tune
+    from autoplace.units import parse_ints, parse_list, parse_size
+
+    with handle_errors():
+        options = dict(
+            workload=workload,
+            devices=parse_list(devices) if devices else None,
+            batch_sizes=parse_ints(batch_sizes, "batch sizes") if batch_sizes else None,
+            precisions=parse_list(precisions) if precisions else None,
+            widths=parse_ints(widths, "widths") if widths else None,
+            objective=objective,
+            steps=steps,
+            samples=samples,
+            epochs=epochs,
+            trials=trials,
+            timeout=timeout,
+            storage=storage,
+            study=study,
+            out=out,
+            max_memory=parse_size(max_memory) if max_memory else None,
+            remeasure=remeasure,
+            strategy=strategy_named(search),
+            settings=MeasureSettings(timeout_s=measure_timeout),
+        )
+        if as_json:
+            result = run_tune(model_file, **options)
+        else:
+            from autoplace.display import tune_progress
+
+            with tune_progress(trials) as on_trial:
+                result = run_tune(model_file, **options, on_trial=on_trial)
+    if as_json:
+        from autoplace.display import tune_summary
+
+        typer.echo(json.dumps(tune_summary(result)))
+    else:
+        from autoplace.display import tune_report
+
+        tune_report(result)
+    if result.interrupted:
+        typer.echo(
+            f"interrupted: every finished measurement is saved in study {result.study_name!r} "
+            f"({result.storage}); run the same command again to resume",
+            err=True,
+        )
+        raise typer.Exit(130)
+    raise typer.Exit(0 if result.best is not None else 1)
+
+
+@app.command()
+def show(
+    path: Annotated[Path, typer.Argument(help="Recommendation file.")] = Path("autoplace.toml"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a recommendation file readably."""
+    from autoplace import recommendation
+
+    with handle_errors():
+        document = recommendation.read(path)
+    if as_json:
+        typer.echo(json.dumps(document, default=str))
+    else:
+        from autoplace.display import recommendation_report
+
+        recommendation_report(document)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: typer's usage errors also end as one line and exit code 2."""
     try:
@@ -127,9 +263,7 @@ def main(argv: list[str] | None = None) -> Any:
     except typer.TyperException as exc:  # a usage error: bad or missing option
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "autoplace"
-        typer.echo(
-            f"autoplace: error: {exc.format_message()} (see: {command} --help)", err=True
-        )
+        typer.echo(f"autoplace: error: {exc.format_message()} (see: {command} --help)", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("autoplace: interrupted", err=True)

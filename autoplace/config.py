@@ -30,8 +30,7 @@ def parse_precision(text: str) -> str:
     name = _PRECISION_ALIASES.get(text.strip().lower())
     if name is None:
         raise BadInputError(
-            f"unknown precision {text!r}: use one of {', '.join(PRECISIONS)} "
-            "(or fp32, bf16, fp16)"
+            f"unknown precision {text!r}: use one of {', '.join(PRECISIONS)} (or fp32, bf16, fp16)"
         )
     return name
 

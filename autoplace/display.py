@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rich import box
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
+from autoplace.tuner import TuneResult
 
 
 def measurement_table(m: Measurement, console: Console | None = None) -> None:
@@ -51,3 +58,181 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
         if row[1] not in ("-", ""):
             table.add_row(*row)
     console.print(table)
+
+
+def _score_text(score: float | None, unit: str) -> str:
+    if score is None:
+        return "-"
+    if unit == "s":
+        return units.seconds(score)
+    return f"{units.rate(score)} {unit}"
+
+
+@contextlib.contextmanager
+def tune_progress(budget: int | None) -> Iterator[Callable[[Any], None]]:
+    """A progress bar on stderr; yields the callback ``tune`` calls after each trial."""
+    console = Console(stderr=True)
+    columns = [
+        SpinnerColumn(),
+        TextColumn("[bold]{task.completed}[/] measured"),
+        BarColumn() if budget else TextColumn(""),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    ]
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting the worker…", total=budget)
+
+        def on_trial(event: Any) -> None:
+            m = event.measurement
+            last = f"last: {m.device} b={m.batch_size} {m.precision} {m.status}"
+            best = ""
+            if event.best is not None:
+                b = event.best.measurement
+                unit = "samples/s" if event.best.score > 1 else "s"
+                best = (
+                    f"best: {b.device} b={b.batch_size} {b.precision}"
+                    f" ({_score_text(event.best.score, unit if unit != 's' else 's')})"
+                )
+            progress.update(task, completed=event.new_trials, description=f"{best}  {last}")
+
+        yield on_trial
+
+
+def tune_summary(result: TuneResult) -> dict[str, Any]:
+    """The machine-readable summary ``tune --json`` prints."""
+    doc = result.document
+    return {
+        "study": result.study_name,
+        "storage": result.storage,
+        "objective": doc["objective"],
+        "recommendation": doc.get("recommendation") or None,
+        "per_device_precision": [
+            {**s.measurement.to_dict(), "score": s.score} for s in result.per_device_precision
+        ],
+        "alternatives": doc.get("alternatives", []),
+        "per_width": doc.get("per_width", []),
+        "new_trials": result.new_trials,
+        "measured": len(result.measurements),
+        "space_size": len(result.space),
+        "failed": {m.label(): r.reason for m, r in result.measurements.items() if r.status != "ok"},
+        "interrupted": result.interrupted,
+        "out": str(result.out) if result.out else None,
+    }
+
+
+def tune_report(result: TuneResult, console: Console | None = None) -> None:
+    console = console or Console()
+    obj = result.objective
+    table = Table(
+        title=f"Best per device and precision — {obj.describe()}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    several_widths = len(result.space.widths) > 1
+    columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
+    columns += [obj.unit if obj.unit != "s" else "seconds", "step", "±", "compile", "memory"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("device", "precision") else "right")
+    for i, s in enumerate(result.per_device_precision):
+        m = s.measurement
+        spread = m.fed_step_spread if obj.name != "latency" else m.step_spread
+        cells = [m.device, m.precision, str(m.batch_size)]
+        cells += [str(m.width)] if several_widths else []
+        cells += [
+            units.seconds(s.score) if obj.unit == "s" else units.rate(s.score),
+            units.seconds(m.step_s),
+            units.percent(spread),
+            units.seconds(m.compile_s),
+            units.size(m.peak_bytes),
+        ]
+        table.add_row(*cells, style="bold green" if i == 0 else None)
+    console.print(table)
+    failed = [m for m in result.measurements.values() if m.status != "ok"]
+    console.print(
+        f"{len(result.measurements)} of {len(result.space)} configurations measured "
+        f"({result.new_trials} new this run, {len(failed)} failed) — study "
+        f"[bold]{result.study_name}[/] in {result.storage}"
+    )
+    for m in failed[:8]:
+        console.print(f"  [red]{m.status}[/] {m.device} b={m.batch_size} {m.precision}: {m.reason}")
+    if len(failed) > 8:
+        console.print(f"  … and {len(failed) - 8} more (see --json)")
+    if result.best is None:
+        console.print("[red]no configuration ran successfully: nothing to recommend[/]")
+        return
+    b = result.best.measurement
+    width = "" if b.width is None else f", width {b.width}"
+    console.print(
+        f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
+        f"{_score_text(result.best.score, obj.unit)}"
+    )
+    rec = result.document.get("recommendation", {})
+    runner = rec.get("runner_up")
+    if runner:
+        verdict = (
+            "a real difference"
+            if runner["significant"]
+            else "[yellow]within the measurement noise: treat them as equal[/]"
+        )
+        console.print(
+            f"margin over the runner-up ({runner['device']}, {runner['precision']}, batch "
+            f"{runner['batch_size']}): {units.percent(runner['margin'])} vs spread "
+            f"±{units.percent(runner['noise'])} — {verdict}"
+        )
+    if result.out:
+        console.print(f"recommendation written to [bold]{result.out}[/]")
+
+
+def recommendation_report(doc: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    rec, obj, wl = doc["recommendation"], doc["objective"], doc["workload"]
+    fig = rec.get("figures", {})
+    console.print(
+        f"[bold]{wl.get('name')}[/] from {wl.get('path')} — {obj.get('description', obj['name'])}"
+    )
+    width = f", width {rec['width']}" if "width" in rec else ""
+    console.print(
+        f"[bold green]run on {rec['device']} ({rec.get('device_kind', '?')}), batch "
+        f"{rec['batch_size']}, {rec['precision']}{width}[/]"
+    )
+    table = Table(show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    for label, value in (
+        ("score", _score_text(fig.get("score"), obj.get("unit", ""))),
+        ("steady step", units.seconds(fig.get("step_s"))),
+        ("spread", units.percent(fig.get("step_spread"))),
+        ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),
+        ("compile", units.seconds(fig.get("compile_s"))),
+        ("first call", units.seconds(fig.get("first_call_s"))),
+        ("transfer", units.seconds(fig.get("transfer_s"))),
+        ("memory", units.size(fig.get("peak_bytes"))),
+        ("vs float32", units.percent(fig.get("deviation_vs_float32"))),
+    ):
+        table.add_row(label, value)
+    console.print(table)
+    runner = rec.get("runner_up")
+    if runner:
+        console.print(
+            f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
+            f"{units.percent(runner['margin'])} behind (spread ±{units.percent(runner['noise'])}"
+            f"{'' if runner['significant'] else ', within noise'})"
+        )
+    for alt in doc.get("alternatives", []):
+        console.print(
+            f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "
+            f"{_score_text(alt['figures'].get('score'), obj.get('unit', ''))}"
+        )
+    for pw in doc.get("per_width", []):
+        console.print(
+            f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
+            f"{pw['precision']} — {_score_text(pw['figures'].get('score'), obj.get('unit', ''))}"
+        )
+    study, fp = doc["study"], doc.get("fingerprint", {})
+    sw = fp.get("software", {})
+    console.print(
+        f"[dim]study {study['name']} in {study['storage']}: {study.get('measured')} measured, "
+        f"{study.get('failed')} failed of {study.get('space_size')}; jax {sw.get('jax')}, "
+        f"autoplace {sw.get('autoplace')}; written {doc['created']}[/]"
+    )

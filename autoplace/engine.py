@@ -47,6 +47,7 @@ from autoplace.workload import (
     describe_exception,
     find_workloads,
     import_model_file,
+    pick_workload,
 )
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -81,7 +82,7 @@ def user_phase(what: str, path: Path) -> Iterator[None]:
         raise
     except Exception as exc:
         if _is_oom(exc):
-            first = str(exc).strip().splitlines()[0][:200]
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise ConfigFailure("oom", f"out of memory while {what}: {first}") from exc
         raise ConfigFailure("error", f"{what} raised {describe_exception(exc, path)}") from exc
 
@@ -95,7 +96,10 @@ def relative_spread(samples: list[float]) -> float:
 
 
 def time_steps(
-    run_chunk: Callable[[int], float], per_step_guess: float, settings: MeasureSettings, cap_s: float
+    run_chunk: Callable[[int], float],
+    per_step_guess: float,
+    settings: MeasureSettings,
+    cap_s: float,
 ) -> tuple[float, float, int]:
     """Median seconds per step, its relative spread, and the number of chunks timed.
 
@@ -211,7 +215,8 @@ class Engine:
     # --- measuring ---------------------------------------------------------------------
 
     def measure(self, request: MeasureRequest) -> Measurement:
-        info, fn = self._load(request.model_file, request.sha256)[request.workload]
+        found = self._load(request.model_file, request.sha256)
+        info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
         config = request.config
         width = config.width if config.width is not None else info.default_width
         device = self._device(config.device)
@@ -226,9 +231,13 @@ class Engine:
         }
         try:
             self._measure(request, fn, width, device, figures)
-            status, reason = ("ok", "") if figures["finite"] else (
-                "nonfinite",
-                "the step produced NaN or inf",
+            status, reason = (
+                ("ok", "")
+                if figures["finite"]
+                else (
+                    "nonfinite",
+                    "the step produced NaN or inf",
+                )
             )
         except ConfigFailure as failure:
             status, reason = failure.status, failure.reason
@@ -285,9 +294,7 @@ class Engine:
         fig["batch_bytes"] = tree_bytes(host[0])
 
         with user_phase("putting the state and a batch on the device", path):
-            state = jax.block_until_ready(
-                jax.device_put(workload.state, device, may_alias=False)
-            )
+            state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
             batch = jax.block_until_ready(jax.device_put(host[0], device))
             fig["transfer_s"] = _median_transfer(host[0], device)
 
@@ -371,6 +378,7 @@ class Engine:
         """Deviation of ``out`` from the float32 workload's first output on the same batch."""
         config = request.config
         key = (request.model_file, request.sha256, request.workload, width, config.batch_size)
+        key += (request.settings.seed,)  # the reference must see the same batch
         if config.precision == "float32":
             self._remember(key, out)
             return 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from autoplace.errors import BadInputError
 
@@ -22,7 +23,7 @@ def parse_size(text: str) -> int:
     unit = (match[2] or "").lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
         raise BadInputError(f"cannot read size {text!r}: write e.g. 512MiB, 8GiB or 4000000000")
-    value = int(float(match[1]) * _SIZE_UNITS[unit])
+    value = int(Decimal(match[1]) * _SIZE_UNITS[unit])  # exact: 8.2MB is 8200000
     if value <= 0:
         raise BadInputError(f"size must be positive, got {text!r}")
     return value
@@ -32,10 +33,10 @@ def seconds(value: float | None) -> str:
     if value is None:
         return "-"
     if value >= 1:
-        return f"{value:.2f} s"
+        return f"{value:.3g} s" if value < 1000 else f"{value:.0f} s"
     if value >= 1e-3:
-        return f"{value * 1e3:.2f} ms"
-    return f"{value * 1e6:.1f} µs"
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} µs"
 
 
 def size(value: float | None) -> str:
@@ -58,3 +59,38 @@ def rate(value: float | None, unit: str = "") -> str:
 
 def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def parse_list(text: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise BadInputError(f"empty list {text!r}: give comma-separated values")
+    return items
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    """A comma-separated list (``16,32,48``) or a power-of-two range (``8..1024``)."""
+    try:
+        if ".." in text:
+            low_text, high_text = text.split("..", 1)
+            low, high = int(low_text), int(high_text)
+            if low < 1 or high < low:
+                raise ValueError
+            values, v = [], 1
+            while v <= high:
+                if v >= low:
+                    values.append(v)
+                v *= 2
+            if not values:
+                raise ValueError
+            return values
+        values = [int(t) for t in parse_list(text)]
+    except ValueError:
+        raise BadInputError(
+            f"cannot read {what} {text!r}: give a list like 16,32,64 or a range like 8..1024 "
+            "(powers of two)"
+        ) from None
+    if any(v < 1 for v in values):
+        raise BadInputError(f"{what} must be at least 1, got {text!r}")
+    return values

@@ -116,6 +116,7 @@ class SubprocessBackend:
         self._conn: Any = None
         self._log = Path(tempfile.mkdtemp(prefix="autoplace-worker-")) / "worker.log"
         self._devices: list[DeviceInfo] | None = None
+        self._busy = False
         #: Seconds the most recent worker took to start and answer (Python + JAX + devices).
         self.last_start_s: float | None = None
         self.starts = 0
@@ -164,6 +165,8 @@ class SubprocessBackend:
     def _stop(self, kill: bool = False) -> None:
         if self._process is None:
             return
+        kill = kill or self._busy  # a worker mid-measurement would not read "exit"
+        self._busy = False
         with contextlib.suppress(OSError):
             if not kill and self._process.poll() is None:
                 self._conn.send(("exit", None))
@@ -197,6 +200,7 @@ class SubprocessBackend:
             self._conn.send(message)
         except (BrokenPipeError, OSError):
             return ("crash", self._death_reason())
+        self._busy = True
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -205,7 +209,9 @@ class SubprocessBackend:
                 return ("timeout", f"no result within {timeout:g} s; the worker was killed")
             try:
                 if self._conn.poll(min(remaining, 0.5)):
-                    return self._conn.recv()
+                    reply = self._conn.recv()
+                    self._busy = False
+                    return reply
             except (EOFError, OSError):
                 return ("crash", self._death_reason())
             if self._process.poll() is not None:
@@ -291,7 +297,8 @@ def _last_line(log: Path) -> str:
         return ""
     for line in reversed(lines):
         line = line.strip()
-        if line and not line.startswith(("File ", "Current thread", "Thread ", "  ")):
+        skip = ("File ", "Current thread", "Thread ", "Extension modules:", "  ")  # faulthandler
+        if line and not line.startswith(skip):
             return line[:300]
     return ""
 

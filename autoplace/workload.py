@@ -77,6 +77,8 @@ class WorkloadInfo:
     widths: tuple[int, ...]
     default_width: int | None
     doc: str = ""
+    #: Batch sizes the tuner searches by default (empty: autoplace's default list).
+    batch_sizes: tuple[int, ...] = ()
 
 
 def workload(
@@ -84,9 +86,13 @@ def workload(
     *,
     widths: Sequence[int] = (),
     default_width: int | None = None,
+    batch_sizes: Sequence[int] = (),
     name: str | None = None,
 ) -> Any:
     """Mark ``fn(width, dtype) -> Workload`` as a workload and declare its widths.
+
+    ``batch_sizes`` optionally narrows the batch sizes ``autoplace tune`` searches
+    by default (for a model whose large batches would take minutes per step).
 
     Returns ``fn`` itself, unchanged but for one attribute, so the function stays
     callable as plain Python. Usable bare (``@workload``) or with arguments.
@@ -102,6 +108,7 @@ def workload(
             widths=tuple(sorted(set(ws))),
             default_width=dw,
             doc=inspect.getdoc(f) or "",
+            batch_sizes=tuple(sorted({int(b) for b in batch_sizes})),
         )
         setattr(f, _MARK, info)
         return f
@@ -182,7 +189,7 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
             found[info.name] = (info, value)
     if not found:
         fn = getattr(module, CONVENTIONAL_NAME, None)
-        if callable(fn):
+        if callable(fn) and fn is not workload:  # `from autoplace import workload` is not one
             widths = tuple(int(w) for w in getattr(module, "WIDTHS", ()))
             default = getattr(module, "DEFAULT_WIDTH", widths[0] if widths else None)
             info = WorkloadInfo(
@@ -200,9 +207,7 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
     return found
 
 
-def pick_workload(
-    found: dict[str, Any], path: Path, name: str | None
-) -> str:
+def pick_workload(found: dict[str, Any], path: Path, name: str | None) -> str:
     """The name to use: ``name`` if given and present, else the only one in the file."""
     if name is not None:
         if name not in found:

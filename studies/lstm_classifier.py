@@ -17,7 +17,11 @@ SEQ_LEN = 40
 CLASSES = 2
 
 
-@autoplace.workload(widths=(32, 64, 128, 256), default_width=64)
+@autoplace.workload(
+    widths=(32, 64, 128, 256),
+    default_width=64,
+    batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+)
 def lstm(width, dtype):
     """Training step: embedding -> LSTM(width) over 40 tokens -> dense -> 2 classes."""
     k_emb, k_x, k_h, k_out = jax.random.split(jax.random.PRNGKey(0), 4)

@@ -20,7 +20,7 @@ def _mlp(sizes, dtype):
             (jax.random.normal(k, (n_in, n_out)) * jnp.sqrt(2.0 / n_in)).astype(dtype),
             jnp.zeros((n_out,), dtype),
         )
-        for k, n_in, n_out in zip(keys, sizes[:-1], sizes[1:])
+        for k, n_in, n_out in zip(keys, sizes[:-1], sizes[1:], strict=True)
     ]
     momentum = jax.tree.map(jnp.zeros_like, params)
 

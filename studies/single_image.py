@@ -8,14 +8,13 @@ though other sizes can be measured to see what batching would buy.
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import autoplace
 
 IMAGE = 96
 
 
-@autoplace.workload(widths=(8, 16, 32), default_width=16)
+@autoplace.workload(widths=(8, 16, 32), default_width=16, batch_sizes=(1, 2, 4, 8, 16, 32, 64))
 def classify(width, dtype):
     """Inference on one image (batch of 1): 4 strided conv layers -> 1000 class probabilities."""
     keys = jax.random.split(jax.random.PRNGKey(0), 5)

@@ -14,7 +14,9 @@ IMAGE = 64
 BLOCKS = 3
 
 
-@autoplace.workload(widths=(8, 16, 32, 64), default_width=16)
+@autoplace.workload(
+    widths=(8, 16, 32, 64), default_width=16, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256)
+)
 def vgg(width, dtype):
     """Inference: images -> class probabilities."""
     key = jax.random.PRNGKey(0)
@@ -30,8 +32,10 @@ def vgg(width, dtype):
     side = IMAGE // 2**BLOCKS
     key, k = jax.random.split(key)
     flat = side * side * c_in
-    params["dense"] = ((jax.random.normal(k, (flat, 10)) / jnp.sqrt(flat)).astype(dtype),
-                       jnp.zeros((10,), dtype))
+    params["dense"] = (
+        (jax.random.normal(k, (flat, 10)) / jnp.sqrt(flat)).astype(dtype),
+        jnp.zeros((10,), dtype),
+    )
 
     def predict(params, images):
         h = images
@@ -41,8 +45,9 @@ def vgg(width, dtype):
             )
             h = jax.nn.relu(h + b)
             if i % 2 == 1:
-                h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
-                                          "VALID")
+                h = jax.lax.reduce_window(
+                    h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"
+                )
         w, b = params["dense"]
         return jax.nn.softmax((h.reshape(h.shape[0], -1) @ w + b).astype(jnp.float32))
 

@@ -1,0 +1,66 @@
+"""Who measured what, where: hardware, software and workload identities.
+
+Studies are keyed by these so that workers on identical machines share results and
+different machines never mix theirs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import platform
+import socket
+from collections import Counter
+from typing import Any
+
+from autoplace.devices import DeviceInfo
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware(devices: list[DeviceInfo]) -> dict[str, Any]:
+    """Device kinds and counts, the CPU model and the host name."""
+    counts = Counter((d.platform, d.kind) for d in devices)
+    return {
+        "host": socket.gethostname(),
+        "cpu": _cpu_model(),
+        "devices": [{"platform": p, "kind": k, "count": n} for (p, k), n in sorted(counts.items())],
+    }
+
+
+def software() -> dict[str, Any]:
+    from autoplace import __version__
+
+    return {
+        "autoplace": __version__,
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "optuna": _version("optuna"),
+        "python": platform.python_version(),
+    }
+
+
+def hardware_key(hw: dict[str, Any], sw: dict[str, Any]) -> str:
+    """Short hash of what changes timings: devices, CPU model and the JAX versions.
+
+    The host name is left out, so identical machines share a key (and a study).
+    """
+    basis = {"devices": hw["devices"], "cpu": hw["cpu"], "jax": sw["jax"], "jaxlib": sw["jaxlib"]}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:10]

@@ -1,0 +1,562 @@
+"""``autoplace.tune``: search device x batch size x precision x width, write a recommendation.
+
+The loop is ask-and-tell over an Optuna study. A :mod:`search <autoplace.search>`
+strategy proposes each configuration, the isolated measurement core measures it,
+and every figure is stored as trial attributes, so:
+
+* a configuration is measured once per study (unless ``remeasure``); running the
+  same command again resumes, and other workers sharing the storage see it;
+* a failed configuration is stored with its status and reason and never retried;
+  one XLA predicts cannot fit is stored as PRUNED without running;
+* an interrupt marks the trial in flight as interrupted (it will be measured on
+  resume) and leaves every finished measurement in the study.
+
+Optuna is imported when :func:`tune` runs, never at ``import autoplace``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from autoplace import fingerprint
+from autoplace.config import PRECISIONS, Config, check_batch_size, parse_device, parse_precision
+from autoplace.devices import distinct_kinds
+from autoplace.errors import BadInputError, StorageError
+from autoplace.measure import check_device, resolve_workload
+from autoplace.measurement import Measurement
+from autoplace.objectives import Objective, make_objective
+from autoplace.search import Climb, Space, Strategy
+from autoplace.settings import MeasureRequest, MeasureSettings
+from autoplace.storage import default_url, mask_url, normalize_url, storage_at
+from autoplace.worker import Backend, SubprocessBackend
+
+#: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
+DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
+_ATTR = "measurement"
+_MAX_INT = 2**40
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """A measured configuration and its objective score."""
+
+    measurement: Measurement
+    score: float
+
+    @property
+    def config(self) -> Config:
+        m = self.measurement
+        return Config(m.device, m.batch_size, m.precision, m.width)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialEvent:
+    """What the progress callback hears after each configuration."""
+
+    measurement: Measurement
+    score: float | None
+    best: Scored | None
+    new_trials: int
+    budget: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """Everything :func:`tune` found. ``document`` is what was written to ``out``."""
+
+    study_name: str
+    storage: str
+    objective: Objective
+    space: Space
+    measurements: dict[Config, Measurement]
+    best: Scored | None
+    #: Best configuration of each (device, precision), best first.
+    per_device_precision: list[Scored]
+    new_trials: int
+    interrupted: bool
+    out: Path | None
+    document: dict[str, Any]
+
+    @property
+    def runner_up(self) -> Scored | None:
+        rows = self.per_device_precision
+        return rows[1] if len(rows) > 1 else None
+
+
+def _spread(m: Measurement, objective: Objective) -> float:
+    """The relative noise of the figure the objective mostly rests on."""
+    value = m.step_spread if objective.name == "latency" else m.fed_step_spread
+    return value or 0.0
+
+
+def margin(objective: Objective, best: Scored, other: Scored) -> dict[str, Any]:
+    """How far ``best`` beats ``other``, next to the noise of both measurements."""
+    gain = objective.gain(best.score, other.score)
+    noise = max(_spread(best.measurement, objective), _spread(other.measurement, objective))
+    return {"margin": gain, "noise": noise, "significant": gain > noise}
+
+
+# --- options -------------------------------------------------------------------------
+
+
+def _check_positive(name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise BadInputError(f"{name} must be positive, got {value}")
+
+
+def build_space(
+    devices: Sequence[str] | None,
+    batch_sizes: Sequence[int] | None,
+    precisions: Sequence[str] | None,
+    widths: Sequence[int] | None,
+    *,
+    available: Sequence[Any],
+    default_width: int | None,
+    default_batches: Sequence[int],
+) -> Space:
+    """The search space from the user's options and what the machine and file offer."""
+    if devices:
+        names = tuple(dict.fromkeys(parse_device(d) for d in devices))
+        for name in names:
+            check_device(list(available), name)
+    else:
+        names = tuple(d.name for d in distinct_kinds(list(available)))
+    batches = tuple(check_batch_size(b) for b in (batch_sizes or default_batches))
+    precs = tuple(dict.fromkeys(parse_precision(p) for p in (precisions or PRECISIONS)))
+    if widths:
+        for w in widths:
+            if w < 1:
+                raise BadInputError(f"width must be at least 1, got {w}")
+    ws: tuple[int | None, ...] = tuple(dict.fromkeys(widths)) if widths else (default_width,)
+    return Space(devices=names, batch_sizes=batches, precisions=precs, widths=ws)
+
+
+# --- Optuna glue ---------------------------------------------------------------------
+
+
+def _chosen_sampler() -> Any:
+    """An Optuna sampler that hands out exactly the configuration the strategy chose."""
+    import optuna
+
+    class Chosen(optuna.samplers.BaseSampler):
+        def __init__(self) -> None:
+            self.params: dict[str, Any] = {}
+
+        def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_relative(self, study: Any, trial: Any, search_space: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+            return self.params[name]
+
+    return Chosen()
+
+
+def _distributions(all_devices: Sequence[str], with_width: bool) -> dict[str, Any]:
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    dists: dict[str, Any] = {
+        "device": CategoricalDistribution(sorted(all_devices)),
+        "batch_size": IntDistribution(1, _MAX_INT),
+        "precision": CategoricalDistribution(list(PRECISIONS)),
+    }
+    if with_width:
+        dists["width"] = IntDistribution(1, _MAX_INT)
+    return dists
+
+
+def _params(config: Config) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "device": config.device,
+        "batch_size": config.batch_size,
+        "precision": config.precision,
+    }
+    if config.width is not None:
+        params["width"] = config.width
+    return params
+
+
+def _config_of(params: dict[str, Any]) -> Config:
+    return Config(
+        device=params["device"],
+        batch_size=int(params["batch_size"]),
+        precision=params["precision"],
+        width=int(params["width"]) if "width" in params else None,
+    )
+
+
+@contextlib.contextmanager
+def _storage_errors(url: str) -> Iterator[None]:
+    try:
+        yield
+    except (StorageError, BadInputError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        import sqlalchemy.exc
+
+        if not isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError)) and (
+            "redis" not in type(exc).__module__
+        ):
+            raise
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise StorageError(
+            f"study storage {mask_url(url)} failed: {first}; check that the server is up and "
+            "the database is an autoplace/Optuna study (or pass another --storage)"
+        ) from exc
+
+
+def _history(
+    study: Any, stale_after_s: float, since: dt.datetime | None
+) -> tuple[dict[Config, Measurement], frozenset[Config]]:
+    """Latest measurement per configuration, and configurations being measured now."""
+    from optuna.trial import TrialState
+
+    done: dict[Config, tuple[dt.datetime, Measurement]] = {}
+    pending: set[Config] = set()
+    now = dt.datetime.now()
+    for t in study.get_trials(deepcopy=False):
+        if set(t.params) < {"device", "batch_size", "precision"}:
+            continue
+        config = _config_of(t.params)
+        if t.state == TrialState.RUNNING:
+            started = t.datetime_start or now
+            if (now - started).total_seconds() < stale_after_s:
+                pending.add(config)
+            continue
+        data = t.user_attrs.get(_ATTR)
+        if data is None or t.user_attrs.get("interrupted"):
+            continue
+        finished = t.datetime_complete or t.datetime_start or now
+        if since is not None and finished < since:
+            continue
+        if config not in done or finished >= done[config][0]:
+            done[config] = (finished, Measurement.from_dict(data))
+    return {c: m for c, (_, m) in done.items()}, frozenset(pending)
+
+
+# --- the loop ------------------------------------------------------------------------
+
+
+def tune(
+    model_file: str | Path,
+    *,
+    workload: str | None = None,
+    devices: Sequence[str] | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    precisions: Sequence[str] | None = None,
+    widths: Sequence[int] | None = None,
+    objective: str | Objective = "throughput",
+    steps: int | None = None,
+    samples: int | None = None,
+    epochs: int | None = None,
+    trials: int | None = None,
+    timeout: float | None = None,
+    storage: str | None = None,
+    study: str | None = None,
+    out: str | Path | None = "autoplace.toml",
+    max_memory: int | None = None,
+    remeasure: bool = False,
+    strategy: Strategy | None = None,
+    settings: MeasureSettings | None = None,
+    backend: Backend | None = None,
+    on_trial: Callable[[TrialEvent], None] | None = None,
+) -> TuneResult:
+    """Search placements of a model file's workload and write the recommendation to ``out``.
+
+    Runs until the search strategy has nothing worth measuring, or ``trials`` new
+    measurements, or ``timeout`` seconds (a measurement in flight finishes). A
+    KeyboardInterrupt ends the search early: the result has ``interrupted=True``
+    and everything measured is in the study. See the README for each option.
+    """
+    obj = (
+        objective
+        if isinstance(objective, Objective)
+        else make_objective(objective, steps=steps, samples=samples, epochs=epochs)
+    )
+    _check_positive("--trials", trials)
+    _check_positive("--timeout", timeout)
+    _check_positive("--max-memory", max_memory)
+    url = normalize_url(storage) if storage else default_url()
+    settings = settings or MeasureSettings()
+    if max_memory is not None:
+        settings = dataclasses.replace(settings, max_memory=max_memory)
+    strategy = strategy or Climb()
+
+    with contextlib.ExitStack() as stack:
+        if backend is None:
+            backend = stack.enter_context(SubprocessBackend())
+        mf, info = resolve_workload(backend, model_file, workload)
+        available = backend.devices()
+        default_batches = (1,) if obj.name == "latency" else info.batch_sizes or DEFAULT_BATCH_SIZES
+        space = build_space(
+            devices,
+            batch_sizes,
+            precisions,
+            widths,
+            available=available,
+            default_width=info.default_width,
+            default_batches=default_batches,
+        )
+        hw, sw = fingerprint.hardware(available), fingerprint.software()
+        name = study or f"{info.name}-{obj.name}-{mf.sha256[:8]}-{fingerprint.hardware_key(hw, sw)}"
+
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        chooser = _chosen_sampler()
+        with _storage_errors(url):
+            handle = optuna.create_study(
+                study_name=name,
+                storage=stack.enter_context(storage_at(url)),
+                direction=obj.direction,
+                sampler=chooser,
+                load_if_exists=True,
+            )
+            if handle.direction.name.lower() != obj.direction:
+                raise BadInputError(
+                    f"study {name!r} was made for an objective to "
+                    f"{handle.direction.name.lower()}, not {obj.name}: pass another --study"
+                )
+            attrs = handle.user_attrs
+            for key, value in {
+                "workload": {"path": str(mf.path), "sha256": mf.sha256, "name": info.name},
+                "hardware": hw,
+                "software": sw,
+                "objective": {"name": obj.name, **obj.run},
+            }.items():
+                if key not in attrs:
+                    handle.set_user_attr(key, value)
+        dists = _distributions([d.name for d in available], space.widths != (None,))
+        stale_after = settings.timeout_s + 120.0
+        since = dt.datetime.now() if remeasure else None
+
+        started = time.monotonic()
+        new_trials = 0
+        interrupted = False
+        best: Scored | None = None
+        while True:
+            with _storage_errors(url):
+                known, pending = _history(handle, stale_after, since)
+            in_space = {c: m for c, m in known.items() if _in(space, c)}
+            best = _best(in_space, obj)
+            if trials is not None and new_trials >= trials:
+                break
+            if timeout is not None and time.monotonic() - started >= timeout:
+                break
+            scores = {c: obj.score(m) if m.status == "ok" else None for c, m in in_space.items()}
+            config = strategy.propose(space, obj, scores, pending)
+            if config is None:
+                break
+            chooser.params = _params(config)
+            with _storage_errors(url):
+                trial = handle.ask(dists)
+                trial.set_user_attr("config", config.label())
+            request = MeasureRequest(
+                model_file=str(mf.path),
+                sha256=mf.sha256,
+                workload=info.name,
+                config=config,
+                settings=settings,
+            )
+            try:
+                result = backend.measure(request)
+            except KeyboardInterrupt:
+                interrupted = True
+                backend.close()
+                with _storage_errors(url):
+                    trial.set_user_attr("interrupted", True)
+                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+                break
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+                raise
+            score = obj.score(result) if result.status == "ok" else None
+            with _storage_errors(url):
+                trial.set_user_attr(_ATTR, result.to_dict())
+                if score is not None:
+                    handle.tell(trial, score)
+                elif result.status == "too_big":
+                    handle.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                else:
+                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+            new_trials += 1
+            if on_trial is not None:
+                in_space[config] = result
+                on_trial(TrialEvent(result, score, _best(in_space, obj), new_trials, trials))
+
+    rows = _per_group(in_space, obj)
+    document = recommendation_document(
+        obj=obj,
+        space=space,
+        measurements=in_space,
+        rows=rows,
+        study_name=name,
+        storage_url=url,
+        workload={"path": str(mf.path), "sha256": mf.sha256, "name": info.name},
+        hw=hw,
+        sw=sw,
+    )
+    written = None
+    if out is not None and best is not None:
+        from autoplace import recommendation
+
+        written = recommendation.write(out, document)
+    return TuneResult(
+        study_name=name,
+        storage=mask_url(url),
+        objective=obj,
+        space=space,
+        measurements=in_space,
+        best=best,
+        per_device_precision=rows,
+        new_trials=new_trials,
+        interrupted=interrupted,
+        out=written,
+        document=document,
+    )
+
+
+def _in(space: Space, c: Config) -> bool:
+    return (
+        c.device in space.devices
+        and c.batch_size in space.batch_sizes
+        and c.precision in space.precisions
+        and c.width in space.widths
+    )
+
+
+def _scored(measurements: dict[Config, Measurement], obj: Objective) -> list[Scored]:
+    out = []
+    for m in measurements.values():
+        s = obj.score(m) if m.status == "ok" else None
+        if s is not None:
+            out.append(Scored(m, s))
+    sign = -1.0 if obj.direction == "maximize" else 1.0
+    return sorted(out, key=lambda x: sign * x.score)
+
+
+def _best(measurements: dict[Config, Measurement], obj: Objective) -> Scored | None:
+    ranked = _scored(measurements, obj)
+    return ranked[0] if ranked else None
+
+
+def _per_group(measurements: dict[Config, Measurement], obj: Objective) -> list[Scored]:
+    """Best configuration of each (device, precision), best first."""
+    seen: set[tuple[str, str]] = set()
+    rows = []
+    for s in _scored(measurements, obj):
+        key = (s.measurement.device, s.measurement.precision)
+        if key not in seen:
+            seen.add(key)
+            rows.append(s)
+    return rows
+
+
+# --- the recommendation document ---------------------------------------------------------
+
+
+def _figures(s: Scored) -> dict[str, Any]:
+    m = s.measurement
+    return {
+        "score": s.score,
+        "step_s": m.step_s,
+        "step_spread": m.step_spread,
+        "fed_step_s": m.fed_step_s,
+        "samples_per_s": m.samples_per_s,
+        "fed_samples_per_s": m.fed_samples_per_s,
+        "lower_s": m.lower_s,
+        "compile_s": m.compile_s,
+        "first_call_s": m.first_call_s,
+        "transfer_s": m.transfer_s,
+        "peak_bytes": m.peak_bytes,
+        "peak_bytes_source": m.peak_bytes_source,
+        "flops": m.flops,
+        "deviation_vs_float32": m.deviation_vs_float32,
+    }
+
+
+def _placement(s: Scored) -> dict[str, Any]:
+    m = s.measurement
+    return {
+        "device": m.device,
+        "device_kind": m.device_kind,
+        "batch_size": m.batch_size,
+        "precision": m.precision,
+        "width": m.width,
+        "figures": _figures(s),
+    }
+
+
+def recommendation_document(
+    *,
+    obj: Objective,
+    space: Space,
+    measurements: dict[Config, Measurement],
+    rows: list[Scored],
+    study_name: str,
+    storage_url: str,
+    workload: dict[str, Any],
+    hw: dict[str, Any],
+    sw: dict[str, Any],
+) -> dict[str, Any]:
+    """The recommendation file's content (see the README for its schema)."""
+    from autoplace.recommendation import SCHEMA_VERSION
+
+    ranked = _scored(measurements, obj)
+    best = ranked[0] if ranked else None
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "recommendation": _placement(best) if best else {},
+        "objective": {
+            "name": obj.name,
+            "direction": obj.direction,
+            "unit": obj.unit,
+            "description": obj.describe(),
+            **obj.run,
+        },
+        "workload": workload,
+        "fingerprint": {"hardware": hw, "software": sw},
+        "study": {
+            "name": study_name,
+            "storage": mask_url(storage_url),
+            "measured": sum(1 for m in measurements.values() if m.status == "ok"),
+            "failed": sum(1 for m in measurements.values() if m.status != "ok"),
+            "space_size": len(space),
+        },
+        "search_space": {
+            "devices": list(space.devices),
+            "batch_sizes": list(space.batch_sizes),
+            "precisions": list(space.precisions),
+            "widths": [w for w in space.widths if w is not None],
+        },
+    }
+    if best is not None and len(rows) > 1:
+        runner = rows[1]
+        doc["recommendation"]["runner_up"] = {
+            **{k: v for k, v in _placement(runner).items() if k != "figures"},
+            "score": runner.score,
+            **margin(obj, best, runner),
+        }
+    if best is not None:
+        doc["alternatives"] = [
+            _placement(next(s for s in ranked if s.measurement.device == d))
+            for d in space.devices
+            if d != best.measurement.device and any(s.measurement.device == d for s in ranked)
+        ]
+        if len(space.widths) > 1:
+            doc["per_width"] = [
+                _placement(next(s for s in ranked if s.measurement.width == w))
+                for w in space.widths
+                if any(s.measurement.width == w for s in ranked)
+            ]
+    return doc

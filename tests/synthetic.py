@@ -1,0 +1,114 @@
+"""A measurement backend with a known performance model, for testing the tuner's logic.
+
+It is a real implementation of the :class:`autoplace.Backend` protocol whose
+figures come from a formula instead of a device, so tests of search, resume,
+failure handling and storages run in milliseconds and know the right answer.
+The measurement core itself is tested against JAX in test_engine and test_worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+
+from autoplace import DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+
+#: Per-sample seconds by precision and per-step overhead by device.
+PER_SAMPLE = {"float32": 2e-6, "bfloat16": 1.5e-6, "float16": 4e-6}
+OVERHEAD = {"cpu:0": 1e-4, "cpu:1": 5e-4}
+
+
+def step_time(device: str, batch: int, precision: str) -> float:
+    """Fixed overhead plus per-sample cost, with a penalty past a cache size of 2048."""
+    t = OVERHEAD.get(device, 1e-4) + batch * PER_SAMPLE[precision]
+    if batch > 2048:
+        t *= 1.0 + (batch - 2048) / 2048
+    return t
+
+
+class SyntheticBackend:
+    """Implements ``autoplace.Backend`` with figures from :func:`step_time`.
+
+    ``fail`` maps a config predicate to a (status, reason) result; ``memory_limit``
+    makes batches above it ``too_big``; ``interrupt_at`` raises KeyboardInterrupt on
+    that (1-based) measurement.
+    """
+
+    def __init__(
+        self,
+        devices: tuple[str, ...] = ("cpu:0",),
+        fail: Callable[[MeasureRequest], tuple[str, str] | None] | None = None,
+        memory_limit: int | None = None,
+        interrupt_at: int | None = None,
+    ) -> None:
+        self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
+        self._fail = fail
+        self._memory_limit = memory_limit
+        self._interrupt_at = interrupt_at
+        self.measured: list[MeasureRequest] = []
+
+    def devices(self) -> list[DeviceInfo]:
+        return self._devices
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
+        return {"synthetic": WorkloadInfo("synthetic", (64, 128), 64)}
+
+    def measure(self, request: MeasureRequest) -> Measurement:
+        if self._interrupt_at is not None and len(self.measured) + 1 == self._interrupt_at:
+            self._interrupt_at = None
+            raise KeyboardInterrupt
+        self.measured.append(request)
+        c = request.config
+        base = dict(
+            device=c.device,
+            batch_size=c.batch_size,
+            precision=c.precision,
+            width=c.width,
+            workload=request.workload,
+            device_kind="cpu",
+        )
+        failure = self._fail(request) if self._fail else None
+        if failure:
+            return Measurement(status=failure[0], reason=failure[1], **base)
+        predicted = c.batch_size * 1000
+        if self._memory_limit is not None and predicted > self._memory_limit:
+            return Measurement(status="too_big", reason="predicted over limit", **base)
+        t = step_time(c.device, c.batch_size, c.precision)
+        # Deterministic jitter of +-1% so ties are broken the same way every run.
+        jitter = int(hashlib.sha1(c.label().encode()).hexdigest()[:4], 16) / 65535 * 0.02 - 0.01
+        t *= 1 + jitter
+        return Measurement(
+            status="ok",
+            reason="",
+            lower_s=0.01,
+            compile_s=0.1,
+            first_call_s=0.002,
+            step_s=t,
+            step_spread=0.01,
+            fed_step_s=t * 1.1,
+            fed_step_spread=0.01,
+            transfer_s=t * 0.1,
+            samples_per_s=c.batch_size / t,
+            fed_samples_per_s=c.batch_size / (t * 1.1),
+            predicted_bytes=predicted,
+            peak_bytes=predicted,
+            peak_bytes_source="predicted",
+            finite=True,
+            **base,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def best_by_formula(configs, objective) -> Measurement:
+    """The true optimum over ``configs`` under the synthetic model (without jitter)."""
+    backend = SyntheticBackend()
+    scored = []
+    for c in configs:
+        req = MeasureRequest("x.py", "0", "synthetic", c)
+        m = dataclasses.replace(backend.measure(req))
+        scored.append((objective.score(m), m))
+    sign = 1 if objective.direction == "maximize" else -1
+    return max(scored, key=lambda s: sign * s[0])[1]

@@ -1,0 +1,65 @@
+import pytest
+
+from autoplace import ConfigFileError
+from autoplace import recommendation as rec
+
+
+def document(**changes):
+    doc = {
+        "schema_version": rec.SCHEMA_VERSION,
+        "created": "2026-11-22T00:00:00+00:00",
+        "recommendation": {
+            "device": "cpu:0", "batch_size": 64, "precision": "bfloat16", "width": None,
+            "figures": {"step_s": 0.01, "peak_bytes": 123, "deviation_vs_float32": None},
+        },
+        "objective": {"name": "throughput", "direction": "maximize"},
+        "workload": {"path": "/x/model.py", "sha256": "ab" * 32, "name": "mlp"},
+        "study": {"name": "s", "storage": "postgresql://u:***@h/db"},
+    }  # fmt: skip
+    doc.update(changes)
+    return doc
+
+
+def test_round_trip_drops_nulls_and_keeps_the_rest(tmp_path):
+    path = rec.write(tmp_path / "a" / "autoplace.toml", document())
+    back = rec.read(path)
+    assert back["recommendation"]["batch_size"] == 64
+    assert "width" not in back["recommendation"]
+    assert back["recommendation"]["figures"] == {"step_s": 0.01, "peak_bytes": 123}
+    assert back["study"]["storage"] == "postgresql://u:***@h/db"
+
+
+def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path):
+    target = tmp_path / "autoplace.toml"
+    target.write_text("old")
+    rec.write(target, document())
+    assert [p.name for p in tmp_path.iterdir()] == ["autoplace.toml"]
+    assert rec.read(target)["schema_version"] == 1
+
+
+def test_write_refuses_a_document_without_the_schema_version(tmp_path):
+    with pytest.raises(ValueError):
+        rec.write(tmp_path / "x.toml", document(schema_version=None))
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("schema_version = 99\n", "schema version 99"),
+        ("this is = = not toml", "not valid TOML"),
+        ("schema_version = 1\ncreated = 'x'\n", "missing"),
+        ("", "schema version None"),
+    ],
+)
+def test_damaged_or_future_files_get_one_clear_error(tmp_path, text, match):
+    path = tmp_path / "autoplace.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigFileError, match=match) as info:
+        rec.read(path)
+    assert "\n" not in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_missing_file_says_how_to_make_one(tmp_path):
+    with pytest.raises(ConfigFileError, match="autoplace tune"):
+        rec.read(tmp_path / "nope.toml")

@@ -1,0 +1,81 @@
+import math
+
+import pytest
+from synthetic import SyntheticBackend, best_by_formula
+
+from autoplace import Climb, Config, Grid, Space
+from autoplace.objectives import throughput, time_to_finish
+from autoplace.search import strategy_named
+
+BATCHES = tuple(2**i for i in range(13))
+
+
+def run(strategy, space, objective, backend=None):
+    """Drive a strategy to the end against the synthetic backend; return scores."""
+    from autoplace import MeasureRequest
+
+    backend = backend or SyntheticBackend(devices=space.devices)
+    scores: dict[Config, float | None] = {}
+    results = {}
+    while (c := strategy.propose(space, objective, scores, frozenset())) is not None:
+        assert c not in scores, f"{c} proposed twice"
+        m = backend.measure(MeasureRequest("x.py", "0", "synthetic", c))
+        scores[c] = objective.score(m) if m.status == "ok" else None
+        results[c] = m
+    return scores, results
+
+
+def test_grid_visits_every_configuration_once():
+    space = Space(("cpu:0",), (1, 2, 4), ("float32", "bfloat16"), (None,))
+    scores, _ = run(Grid(), space, throughput())
+    assert set(scores) == set(space.configs()) and len(scores) == 6
+
+
+@pytest.mark.parametrize(
+    "objective", [throughput(), time_to_finish(steps=50), time_to_finish(samples=200_000)]
+)
+def test_climb_finds_the_grid_optimum_with_fewer_measurements(objective):
+    space = Space(("cpu:0", "cpu:1"), BATCHES, ("float32", "bfloat16", "float16"), (None,))
+    scores, results = run(Climb(), space, objective)
+    truth = best_by_formula(space.configs(), objective)
+    sign = 1 if objective.direction == "maximize" else -1
+    found = max((c for c, s in scores.items() if s is not None), key=lambda c: sign * scores[c])
+    found_score = objective.score(results[found])
+    assert objective.gain(objective.score(truth), found_score) <= 0.03
+    assert len(scores) <= 0.6 * len(space)
+
+
+def test_climb_does_not_go_past_memory_failures():
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    backend = SyntheticBackend(memory_limit=256 * 1000)
+    scores, results = run(Climb(), space, throughput(), backend)
+    assert [r.status for c, r in results.items() if c.batch_size > 256] == ["too_big"]
+
+
+def test_climb_steps_down_when_the_screen_does_not_fit():
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    backend = SyntheticBackend(memory_limit=16 * 1000)
+    scores, results = run(Climb(), space, throughput(), backend)
+    ok = [c.batch_size for c, r in results.items() if r.status == "ok"]
+    assert max(ok) == 16
+
+
+def test_climb_never_proposes_what_is_pending():
+    space = Space(("cpu:0",), (8, 16, 32, 64, 128), ("float32", "bfloat16"), (None,))
+    first = Climb().propose(space, throughput(), {}, frozenset())
+    second = Climb().propose(space, throughput(), {}, frozenset({first}))
+    assert first != second and second is not None
+
+
+def test_climb_screens_the_batch_nearest_its_start():
+    space = Space(("cpu:0",), (1, 10, 100, 1000), ("float32",), (None,))
+    assert Climb(start_batch=64).propose(space, throughput(), {}, frozenset()).batch_size == 100
+    assert math.isclose(len(space), 4)
+
+
+def test_strategy_by_name():
+    assert isinstance(strategy_named("grid"), Grid)
+    from autoplace import BadInputError
+
+    with pytest.raises(BadInputError):
+        strategy_named("tpe")

@@ -1,0 +1,136 @@
+"""The storage contract, run against every backend: SQLite, Journal file, PostgreSQL,
+MariaDB and Redis (the servers of the development and CI machine).
+
+Set AUTOPLACE_SKIP_SERVER_TESTS=1 where the servers are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import optuna
+import pytest
+from synthetic import SyntheticBackend
+
+import autoplace
+from autoplace import StorageError
+from autoplace.storage import mask_url, normalize_url, open_storage, storage_at
+
+SERVERS = {
+    "postgresql": "postgresql://postgres@127.0.0.1:5432/test",
+    "mysql": "mysql://root@127.0.0.1:3306/test",
+    "redis": "redis://127.0.0.1:6379/0",
+}
+skip_servers = pytest.mark.skipif(
+    os.environ.get("AUTOPLACE_SKIP_SERVER_TESTS") == "1", reason="servers not available"
+)
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        "journal",
+        pytest.param("postgresql", marks=[skip_servers, pytest.mark.storage]),
+        pytest.param("mysql", marks=[skip_servers, pytest.mark.storage]),
+        pytest.param("redis", marks=[skip_servers, pytest.mark.storage]),
+    ]
+)
+def storage_url(request, tmp_path):
+    kind = request.param
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'studies.db'}"
+    if kind == "journal":
+        return f"journal:///{tmp_path / 'studies.log'}"
+    return SERVERS[kind]
+
+
+@pytest.fixture
+def study_name(storage_url):
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    with storage_at(storage_url) as storage:
+        try:
+            optuna.delete_study(study_name=name, storage=storage)
+        except KeyError:
+            pass
+
+
+def tune(storage_url, study_name, backend, tmp_path, **kwargs):
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    options = dict(
+        batch_sizes=(8, 16, 32, 64),
+        precisions=("float32", "bfloat16"),
+        storage=storage_url,
+        study=study_name,
+        out=tmp_path / "autoplace.toml",
+        backend=backend,
+        strategy=autoplace.Grid(),
+    )
+    options.update(kwargs)
+    return autoplace.tune(model, **options)
+
+
+def test_results_survive_and_resume_without_remeasuring(storage_url, study_name, tmp_path):
+    first = SyntheticBackend()
+    result = tune(storage_url, study_name, first, tmp_path, trials=5)
+    assert result.new_trials == 5 and len(first.measured) == 5
+    again = SyntheticBackend()
+    result = tune(storage_url, study_name, again, tmp_path)
+    assert result.new_trials == 3  # only what the first run had not measured
+    assert {r.config for r in again.measured}.isdisjoint({r.config for r in first.measured})
+    assert len(result.measurements) == 8
+    assert tune(storage_url, study_name, SyntheticBackend(), tmp_path).new_trials == 0
+
+
+def test_two_workers_share_one_study(storage_url, study_name, tmp_path):
+    a, b = SyntheticBackend(), SyntheticBackend()
+    tune(storage_url, study_name, a, tmp_path, trials=4)
+    result = tune(storage_url, study_name, b, tmp_path, trials=4)
+    assert {r.config for r in a.measured}.isdisjoint({r.config for r in b.measured})
+    assert len(result.measurements) == 8
+    # Both see the same study: its trials hold every figure.
+    with storage_at(storage_url) as storage:
+        trials = optuna.load_study(study_name=study_name, storage=storage).trials
+    assert len(trials) == 8
+    assert all("measurement" in t.user_attrs for t in trials)
+
+
+def test_failures_are_stored_with_reasons_and_not_retried(storage_url, study_name, tmp_path):
+    def fail(request):
+        return ("oom", "out of memory (synthetic)") if request.config.batch_size == 64 else None
+
+    tune(storage_url, study_name, SyntheticBackend(fail=fail), tmp_path)
+    again = SyntheticBackend()
+    result = tune(storage_url, study_name, again, tmp_path)
+    assert again.measured == []
+    failed = {c.batch_size: m for c, m in result.measurements.items() if m.status != "ok"}
+    assert set(failed) == {64} and failed[64].reason == "out of memory (synthetic)"
+
+
+def test_password_is_masked():
+    assert mask_url("postgresql://bob:s3cret@db:5432/x") == "postgresql://bob:***@db:5432/x"
+    assert mask_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
+    assert mask_url("sqlite:///a.db") == "sqlite:///a.db"
+
+
+def test_urls_people_type_are_normalised(tmp_path):
+    assert normalize_url("mysql://root@h/db") == "mysql+pymysql://root@h/db"
+    assert normalize_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalize_url(str(tmp_path / "s.db")).startswith("sqlite:////")
+    assert normalize_url(str(tmp_path / "s.log")).startswith("journal:////")
+
+
+def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
+    bad = tmp_path / "studies.db"
+    bad.write_bytes(b"definitely not a database" * 10)
+    with pytest.raises(StorageError, match="not a SQLite database"):
+        open_storage(f"sqlite:///{bad}")
+
+
+def test_unknown_scheme_and_unreachable_server_are_storage_errors():
+    with pytest.raises(StorageError, match="cannot open"):
+        open_storage("nosuchdb://x/y")
+    with pytest.raises(StorageError, match="cannot open"):
+        open_storage("postgresql://postgres@127.0.0.1:1/test")
