@@ -48,14 +48,14 @@ def test_climb_finds_the_grid_optimum_with_fewer_measurements(objective):
 def test_climb_does_not_go_past_memory_failures():
     space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
     backend = SyntheticBackend(memory_limit=256 * 1000)
-    scores, results = run(Climb(), space, throughput(), backend)
+    _scores, results = run(Climb(), space, throughput(), backend)
     assert [r.status for c, r in results.items() if c.batch_size > 256] == ["too_big"]
 
 
 def test_climb_steps_down_when_the_screen_does_not_fit():
     space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
     backend = SyntheticBackend(memory_limit=16 * 1000)
-    scores, results = run(Climb(), space, throughput(), backend)
+    _scores, results = run(Climb(), space, throughput(), backend)
     ok = [c.batch_size for c, r in results.items() if r.status == "ok"]
     assert max(ok) == 16
 

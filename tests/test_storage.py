@@ -6,6 +6,7 @@ Set AUTOPLACE_SKIP_SERVER_TESTS=1 where the servers are absent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -49,11 +50,8 @@ def storage_url(request, tmp_path):
 def study_name(storage_url):
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
-    with storage_at(storage_url) as storage:
-        try:
-            optuna.delete_study(study_name=name, storage=storage)
-        except KeyError:
-            pass
+    with storage_at(storage_url) as storage, contextlib.suppress(KeyError):
+        optuna.delete_study(study_name=name, storage=storage)
 
 
 def tune(storage_url, study_name, backend, tmp_path, **kwargs):
