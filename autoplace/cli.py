@@ -54,6 +54,9 @@ def handle_errors() -> Iterator[None]:
         yield
     except AutoplaceError as exc:
         _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("autoplace: interrupted; nothing was lost: run the same command again", err=True)
+        raise typer.Exit(130) from None
 
 
 def _version(value: bool) -> None:

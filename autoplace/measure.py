@@ -56,6 +56,8 @@ def measure(
             backend = stack.enter_context(SubprocessBackend())
         mf, info = resolve_workload(backend, model_file, workload)
         check_device(backend.devices(), config.device)
+        if config.width is None and info.default_width is not None:
+            config = Config(config.device, config.batch_size, config.precision, info.default_width)
         request = MeasureRequest(
             model_file=str(mf.path),
             sha256=mf.sha256,

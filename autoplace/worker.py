@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,6 +43,11 @@ from autoplace.workload import WorkloadInfo
 _PASSED_ERRORS: dict[str, type[AutoplaceError]] = {
     cls.__name__: cls for cls in (BadInputError, ModelFileError)
 }
+#: How a worker process starts: a fresh interpreter calling :func:`_worker_main`.
+_WORKER_BOOT = (
+    "import json, sys; from autoplace.worker import _worker_main; "
+    "_worker_main(int(sys.argv[1]), json.loads(sys.argv[2]))"
+)
 #: Statuses after which the worker is not reused.
 _RESTART_AFTER = frozenset({"oom", "crash", "timeout"})
 
@@ -120,13 +126,15 @@ class SubprocessBackend:
         #: Seconds the most recent worker took to start and answer (Python + JAX + devices).
         self.last_start_s: float | None = None
         self.starts = 0
+        #: Start-up time not yet reported in a measurement's ``worker_start_s``.
+        self._unbilled_start_s = 0.0
 
     # --- lifecycle ---------------------------------------------------------------------
 
     def _start(self) -> float:
         """Start a worker and wait until it has JAX loaded and its devices listed.
 
-        The worker is a fresh interpreter (``python -m autoplace.worker``), not a
+        The worker is a fresh interpreter (running :func:`_worker_main`), not a
         ``multiprocessing`` child: it never re-imports the caller's ``__main__``,
         so an embedding script needs no ``if __name__ == "__main__"`` guard. It runs
         in its own session, so a Ctrl-C at the terminal reaches only the caller.
@@ -134,12 +142,13 @@ class SubprocessBackend:
         t = time.perf_counter()
         ours, theirs = socket.socketpair()
         env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **self._env}
-        with open(self._log, "ab") as log:
+        self._log.parent.mkdir(parents=True, exist_ok=True)  # close() removes it
+        with open(self._log, "wb") as log:  # each worker's own log: a crash quotes only it
             self._process = subprocess.Popen(
                 [
                     sys.executable,
-                    "-m",
-                    "autoplace.worker",
+                    "-c",
+                    _WORKER_BOOT,
                     str(theirs.fileno()),
                     json.dumps(self._jax_config),
                 ],
@@ -160,6 +169,7 @@ class SubprocessBackend:
         self._devices = reply[1]
         self.last_start_s = time.perf_counter() - t
         self.starts += 1
+        self._unbilled_start_s += self.last_start_s
         return self.last_start_s
 
     def _stop(self, kill: bool = False) -> None:
@@ -181,6 +191,7 @@ class SubprocessBackend:
 
     def close(self) -> None:
         self._stop()
+        shutil.rmtree(self._log.parent, ignore_errors=True)
 
     def __enter__(self) -> SubprocessBackend:
         return self
@@ -232,9 +243,10 @@ class SubprocessBackend:
         return f"{why}: {last}" if last else why
 
     def _call(self, op: str, payload: Any, timeout: float) -> tuple[Any, ...]:
-        started = 0.0
+        if self._process is not None and self._process.poll() is not None:
+            self._stop(kill=True)  # died while idle (killed from outside): not this request's fault
         if self._process is None:
-            started = self._start()
+            self._start()
         reply = self._roundtrip((op, payload), timeout)
         if reply[0] == "raise":
             name, message = reply[1], reply[2]
@@ -242,7 +254,7 @@ class SubprocessBackend:
         if reply[0] == "internal":
             self._stop(kill=True)
             raise WorkerError(f"autoplace bug in the measurement worker:\n{reply[1]}")
-        return (*reply, started)
+        return reply
 
     # --- Backend -----------------------------------------------------------------------
 
@@ -264,7 +276,8 @@ class SubprocessBackend:
     def measure(self, request: MeasureRequest) -> Measurement:
         t = time.perf_counter()
         reply = self._call("measure", request, timeout=request.settings.timeout_s)
-        started = reply[-1]
+        # The start-up this measurement waited for, even if a catalog call triggered it.
+        started, self._unbilled_start_s = self._unbilled_start_s, 0.0
         if reply[0] == "ok":
             result: Measurement = reply[1]
         else:
@@ -336,7 +349,3 @@ def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
             reply = ("internal", traceback.format_exc())
         sys.stdout.flush()
         conn.send(reply)
-
-
-if __name__ == "__main__":
-    _worker_main(int(sys.argv[1]), json.loads(sys.argv[2]))

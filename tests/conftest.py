@@ -1,0 +1,76 @@
+"""Shared fixtures for autoplace's tests.
+
+The in-process tests run the Engine in this process, on four virtual CPU devices
+so that placement can be tested on a machine without accelerators. The device
+count has to be set before JAX initialises a backend, so it is set here, at
+conftest import, before any test module runs JAX.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax
+import pytest
+
+import autoplace
+
+#: Virtual CPU devices the test process (and the in-process engine) sees.
+N_CPU_DEVICES = 4
+
+jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
+
+#: The small model files the tests measure.
+MODELS = Path(__file__).parent / "models"
+
+
+def model(name: str) -> Path:
+    """Path of ``tests/models/<name>.py``."""
+    path = MODELS / f"{name}.py"
+    assert path.is_file(), path
+    return path
+
+
+def line_of(path: Path, marker: str) -> int:
+    """1-based number of the first line of ``path`` that contains ``marker``."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if marker in line:
+            return number
+    raise AssertionError(f"{marker!r} not in {path}")
+
+
+def write_model(tmp_path: Path, source: str, name: str = "model.py") -> Path:
+    """Write a (dedented) model file under ``tmp_path`` and return its path."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source).lstrip("\n"))
+    return path
+
+
+FAST = autoplace.MeasureSettings(time_cap_s=0.2, fed_time_cap_s=0.1, min_samples=3, max_samples=10)
+
+
+@pytest.fixture
+def fast_settings() -> autoplace.MeasureSettings:
+    """Settings that keep one measurement of a tiny model well under a second."""
+    return FAST
+
+
+@pytest.fixture(scope="session")
+def inproc() -> autoplace.InProcessBackend:
+    """An engine in this process. Its jax_config repeats the value set above, which
+    JAX accepts after backend initialisation because it does not change anything."""
+    backend = autoplace.InProcessBackend(jax_config={"jax_num_cpu_devices": N_CPU_DEVICES})
+    assert len(jax.devices()) == N_CPU_DEVICES
+    return backend
+
+
+@pytest.fixture(scope="module")
+def subproc() -> Iterator[autoplace.SubprocessBackend]:
+    """A measurement worker process shared by one test module."""
+    backend = autoplace.SubprocessBackend()
+    try:
+        yield backend
+    finally:
+        backend.close()

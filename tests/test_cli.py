@@ -1,0 +1,218 @@
+"""The ``autoplace`` command: one line per error, exit codes, and ``--json`` output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import line_of, model
+
+from autoplace.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run ``autoplace ARGS`` in this process; return (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = info.value.code
+    return (0 if code is None else int(code)), out, err
+
+
+def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> str:
+    assert code == 2, (code, err)
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("autoplace: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+TINY = str(model("tiny_mlp"))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["measure", "no/such/model.py", "-b", "4"], ["'no/such/model.py' does not exist"]),
+        (["measure", str(REPO / "studies"), "-b", "4"], ["is not a file"]),
+        (["measure", TINY, "-b", "0"], ["batch size", "got 0"]),
+        (["measure", TINY, "--batch-size", "-3"], ["batch size", "got -3"]),
+        (["measure", TINY, "-b", "abc"], ["--batch-size"]),
+        (["measure", TINY, "-b", "2.5"], ["--batch-size"]),
+        (["measure", TINY], ["Missing option", "--batch-size"]),
+        (["measure", TINY, "-b", "4", "-p", "int8"], ["unknown precision 'int8'", "bfloat16"]),
+        (["measure", TINY, "-b", "4", "--width", "0"], ["width must be", "got 0"]),
+        (["measure", TINY, "-b", "4", "-d", "cpu:x"], ["bad device 'cpu:x'"]),
+        (["measure", TINY, "-b", "4", "--max-memory", "1e3"], ["cannot read size '1e3'"]),
+        (["measure", TINY, "-b", "4", "--max-memory", "0"], ["size must be positive"]),
+        (["measure", TINY, "-b", "4", "--timeout", "0"], ["timeout must be positive"]),
+        (["measure", TINY, "-b", "4", "--bogus"], ["--bogus"]),
+        (["bogus"], ["bogus"]),
+    ],
+    ids=[
+        "missing file",
+        "directory",
+        "batch size 0",
+        "batch size -3",
+        "batch size abc",
+        "batch size 2.5",
+        "no batch size",
+        "unknown precision",
+        "width 0",
+        "bad device syntax",
+        "unreadable max memory",
+        "zero max memory",
+        "zero timeout",
+        "unknown option",
+        "unknown command",
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], fragments: list[str]
+) -> None:
+    assert_one_line_error(*run_cli(capsys, *args), *fragments)
+
+
+# These need the worker to import the model file or list the devices.
+
+
+def test_syntax_error_names_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
+    path = model("syntax_error")
+    assert_one_line_error(
+        *run_cli(capsys, "measure", str(path), "-b", "4"),
+        "SyntaxError",
+        f"{path}:{line_of(path, 'def workload')}",
+    )
+
+
+def test_exception_at_import_names_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
+    path = model("import_error")
+    assert_one_line_error(
+        *run_cli(capsys, "measure", str(path), "-b", "4"),
+        "KeyError",
+        f"{path}:{line_of(path, 'SIZES[')}",
+    )
+
+
+def test_no_workload_found(capsys: pytest.CaptureFixture[str]) -> None:
+    assert_one_line_error(
+        *run_cli(capsys, "measure", str(model("no_workload")), "-b", "4"), "no workload found"
+    )
+
+
+def test_several_workloads_need_a_name(capsys: pytest.CaptureFixture[str]) -> None:
+    studies = str(REPO / "studies" / "mnist_mlp.py")
+    assert_one_line_error(
+        *run_cli(capsys, "measure", studies, "-b", "4"), "several workloads (mlp, mlp_wide)"
+    )
+    assert_one_line_error(
+        *run_cli(capsys, "measure", studies, "-b", "4", "-w", "cnn"),
+        "no workload named 'cnn'",
+        "mlp, mlp_wide",
+    )
+
+
+@pytest.mark.parametrize("device", ["cpu:7", "tpu", "cuda:1"])
+def test_unknown_device(capsys: pytest.CaptureFixture[str], device: str) -> None:
+    assert_one_line_error(
+        *run_cli(capsys, "measure", TINY, "-b", "4", "-d", device),
+        "unknown device",
+        "this machine has cpu:0",
+    )
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+KEYS = {
+    "status",
+    "reason",
+    "lower_s",
+    "compile_s",
+    "first_call_s",
+    "step_s",
+    "step_spread",
+    "transfer_s",
+    "samples_per_s",
+    "flops",
+    "peak_bytes",
+}
+
+
+def test_measure_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "measure", TINY, "-b", "4", "-p", "bf16", "--json")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 1
+    data = json.loads(lines[0])
+    assert isinstance(data, dict)
+    assert set(data) >= KEYS
+    assert data["status"] == "ok" and data["reason"] == ""
+    assert (data["batch_size"], data["precision"], data["device"]) == (4, "bfloat16", "cpu:0")
+    for key in KEYS - {"status", "reason", "step_spread"}:
+        assert data[key] > 0, key
+    assert data["step_spread"] >= 0
+    assert data["compute_dtypes"] == ["bf16"]
+    assert data["samples_per_s"] == pytest.approx(4 / data["step_s"])
+
+
+def test_crash_json_exits_non_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "measure", str(model("crash")), "-b", "4", "--json")
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["status"] == "crash"
+    assert "SIGSEGV" in data["reason"]
+    assert data["step_s"] is None
+
+
+def test_failed_measurement_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "measure", str(model("raises")), "-b", "4")
+    assert code == 1
+    assert "error" in out
+    assert "broken" in out  # the workload's name in the title
+
+
+def test_too_big_with_max_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "measure", TINY, "-b", "4", "--max-memory", "1KiB", "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["status"] == "too_big"
+    assert data["first_call_s"] is None
+
+
+# --- the real entry point -------------------------------------------------------------------
+
+
+def _autoplace(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(
+        [sys.executable, "-m", "autoplace", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_entry_point_bad_input() -> None:
+    done = _autoplace("measure", "missing.py", "-b", "0")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("autoplace: error: batch size must be")
+
+
+def test_entry_point_version() -> None:
+    done = _autoplace("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip().startswith("autoplace ")

@@ -1,0 +1,504 @@
+"""The measuring itself, in this process: real JAX on virtual CPU devices, no mocks."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import FAST, N_CPU_DEVICES, line_of, model, write_model
+
+import autoplace
+from autoplace import BadInputError, Config, InProcessBackend, MeasureRequest, MeasureSettings
+from autoplace.engine import (
+    ConfigFailure,
+    compute_dtypes,
+    relative_deviation,
+    relative_spread,
+    time_steps,
+    tree_bytes,
+    user_phase,
+)
+from autoplace.workload import ModelFile, import_model_file
+
+
+def measure(backend, name: str, batch_size: int = 8, settings: MeasureSettings = FAST, **kw):
+    return autoplace.measure(
+        model(name), batch_size=batch_size, settings=settings, backend=backend, **kw
+    )
+
+
+def request(name: str, workload: str, **config) -> MeasureRequest:
+    mf = ModelFile.at(model(name))
+    return MeasureRequest(
+        model_file=str(mf.path),
+        sha256=mf.sha256,
+        workload=workload,
+        config=Config(**{"device": "cpu", "batch_size": 8, **config}),
+        settings=FAST,
+    )
+
+
+@pytest.fixture(scope="module")
+def f32(inproc: InProcessBackend) -> autoplace.Measurement:
+    """One float32 measurement of the tiny MLP, shared by the tests that read its figures."""
+    return measure(inproc, "tiny_mlp")
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def test_relative_spread() -> None:
+    assert relative_spread([]) == 0.0
+    assert relative_spread([3.0]) == 0.0
+    assert relative_spread([2.0, 2.0, 2.0]) == 0.0
+    # numpy's linear percentiles of 1..4: q1 = 1.75, median = 2.5, q3 = 3.25
+    assert relative_spread([4.0, 1.0, 3.0, 2.0]) == pytest.approx(1.5 / 2.5)
+    assert relative_spread([0.0, 0.0, 0.0]) == 0.0
+    # one outlier among many barely moves it: that is why it is used, not max/min
+    assert relative_spread([1.0] * 9 + [100.0]) == 0.0
+
+
+class _FakeChunks:
+    """A ``run_chunk`` that reports preset per-step times and records the chunk sizes."""
+
+    def __init__(self, per_step: list[float]) -> None:
+        self.per_step = per_step
+        self.sizes: list[int] = []
+
+    def __call__(self, k: int) -> float:
+        self.sizes.append(k)
+        return self.per_step[(len(self.sizes) - 1) % len(self.per_step)] * k
+
+
+def test_time_steps_stops_once_min_samples_agree() -> None:
+    chunks = _FakeChunks([1e-3])
+    settings = MeasureSettings(min_samples=4, max_samples=40, sample_min_s=0.02)
+    median, spread, n = time_steps(chunks, 1e-3, settings, cap_s=60.0)
+    assert median == pytest.approx(1e-3)
+    assert spread == 0.0
+    assert n == 4
+    assert chunks.sizes == [20] * 4  # each chunk lasts sample_min_s: 0.02 / 1e-3 steps
+
+
+def test_time_steps_respects_max_samples() -> None:
+    chunks = _FakeChunks([1e-3, 2e-3])  # never within target_spread
+    settings = MeasureSettings(min_samples=3, max_samples=7)
+    median, spread, n = time_steps(chunks, 1e-3, settings, cap_s=60.0)
+    assert n == 7 == len(chunks.sizes)
+    assert median == pytest.approx(1e-3)  # four of the seven samples are 1 ms
+    assert spread > settings.target_spread
+
+
+def test_time_steps_stops_at_the_time_cap_after_three_chunks() -> None:
+    chunks = _FakeChunks([1e-3, 2e-3])
+    settings = MeasureSettings(min_samples=5, max_samples=40)
+    _, _, n = time_steps(chunks, 1e-3, settings, cap_s=0.0)
+    assert n == 3
+
+
+def test_time_steps_chunk_size_follows_the_guess() -> None:
+    settings = MeasureSettings(min_samples=1, max_samples=1, sample_min_s=0.02)
+    slow = _FakeChunks([1.0])
+    time_steps(slow, 1.0, settings, cap_s=1.0)
+    assert slow.sizes == [1]
+    fast = _FakeChunks([1e-6])
+    time_steps(fast, 0.0, settings, cap_s=1.0)  # a zero guess must not divide by zero
+    assert fast.sizes == [math.ceil(0.02 / 1e-7)]
+
+
+def test_time_steps_measures_a_known_duration() -> None:
+    step = 0.002
+
+    def run_chunk(k: int) -> float:
+        t = time.perf_counter()
+        time.sleep(step * k)
+        return time.perf_counter() - t
+
+    settings = MeasureSettings(min_samples=3, max_samples=6, sample_min_s=0.02)
+    median, _, n = time_steps(run_chunk, step, settings, cap_s=0.5)
+    assert 3 <= n <= 6
+    assert step <= median < 2 * step
+
+
+def test_compute_dtypes_of_lowered_programs() -> None:
+    def mm(a, b):
+        return a @ b
+
+    def text(f, *args):
+        return jax.jit(f).lower(*args).as_text()
+
+    for dtype, name in ((jnp.float32, "f32"), (jnp.bfloat16, "bf16"), (jnp.float16, "f16")):
+        x = jnp.ones((4, 8), dtype)
+        assert compute_dtypes(text(mm, x, x.T)) == (name,)
+
+    # the result type counts: bf16 inputs accumulated into f32 compute as f32
+    x = jnp.ones((4, 8), jnp.bfloat16)
+    accumulate = jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32))
+    assert compute_dtypes(accumulate.lower(x, x.T).as_text()) == ("f32",)
+
+    def mixed(a, b):
+        return (a @ b.T).astype(jnp.float32) @ b.astype(jnp.float32)
+
+    assert compute_dtypes(text(mixed, x, x)) == ("bf16", "f32")
+
+    def conv(img, kernel):
+        return jax.lax.conv_general_dilated(
+            img, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
+
+    img = jnp.ones((1, 8, 8, 3), jnp.bfloat16)
+    kernel = jnp.ones((3, 3, 3, 4), jnp.bfloat16)
+    assert compute_dtypes(text(conv, img, kernel)) == ("bf16",)
+
+    # elementwise work is not compute in this sense
+    assert compute_dtypes(text(lambda a: jnp.tanh(a) * 2, x)) == ()
+
+
+def test_tree_bytes() -> None:
+    tree = {"a": np.zeros((2, 3), np.float32), "b": [np.zeros(4, np.int8)]}
+    assert tree_bytes(tree) == 2 * 3 * 4 + 4
+    assert tree_bytes(jnp.zeros((5,), jnp.bfloat16)) == 10
+
+
+def test_relative_deviation() -> None:
+    ref = {"a": np.array([3.0, 4.0], np.float32), "n": np.array([1, 2])}
+    assert relative_deviation(ref, ref) == 0.0
+    out = {"a": np.array([3.0, 4.05], np.float32), "n": np.array([1, 2])}
+    assert relative_deviation(out, ref) == pytest.approx(0.05 / 5.0, rel=1e-5)
+    # bfloat16 outputs are compared with a float32 reference
+    assert relative_deviation(jnp.asarray([3.0, 4.0], jnp.bfloat16), ref["a"]) == 0.0
+    # integer leaves alone cannot be compared
+    assert relative_deviation(np.array([1, 2]), np.array([1, 3])) is None
+    # different structures cannot be compared
+    assert relative_deviation([np.ones(2)], [np.ones(2), np.ones(2)]) is None
+    # zero reference: equal is 0, anything else has no relative size
+    assert relative_deviation(np.zeros(3), np.zeros(3)) == 0.0
+    assert relative_deviation(np.ones(3), np.zeros(3)) is None
+
+
+def test_user_phase_turns_exceptions_into_statuses(tmp_path: Path) -> None:
+    path = write_model(tmp_path, 'def boom():\n    raise ValueError("bad shape")\n')
+    module = import_model_file(path)
+
+    with pytest.raises(ConfigFailure) as info, user_phase("building the workload", path):
+        module.boom()
+    assert info.value.status == "error"
+    assert info.value.reason == f"building the workload raised ValueError: bad shape ({path}:2)"
+
+    with pytest.raises(ConfigFailure) as info, user_phase("running", path):
+        raise MemoryError
+    assert info.value.status == "oom"
+
+    with pytest.raises(ConfigFailure) as info, user_phase("compiling", path):
+        raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 5 bytes.\nmore")
+    assert info.value.status == "oom"
+    assert info.value.reason == (
+        "out of memory while compiling: RESOURCE_EXHAUSTED: Out of memory allocating 5 bytes."
+    )
+
+    original = ConfigFailure("too_big", "over the limit")
+    with pytest.raises(ConfigFailure) as info, user_phase("x", path):
+        raise original
+    assert info.value is original
+
+    with pytest.raises(KeyboardInterrupt), user_phase("x", path):
+        raise KeyboardInterrupt
+
+
+# --- the steady-state loop never compiles ---------------------------------------------------
+
+
+def _compile_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("Compiling ") or "XLA compilation" in r.getMessage()
+    ]
+
+
+def _aot_chunks(extra=None):
+    w = jnp.ones((16, 16))
+    x = jnp.ones((8, 16))
+    compiled = jax.jit(lambda w, x: jnp.tanh(x @ w)).trace(w, x).lower().compile()
+    jax.block_until_ready(compiled(w, x))
+
+    def run_chunk(k: int) -> float:
+        t = time.perf_counter()
+        out = None
+        for _ in range(k):
+            out = compiled(w, x)
+            if extra is not None:
+                out = extra(out)
+        jax.block_until_ready(out)
+        return time.perf_counter() - t
+
+    return run_chunk
+
+
+def test_timed_loop_of_an_aot_executable_never_compiles(caplog: pytest.LogCaptureFixture) -> None:
+    run_chunk = _aot_chunks()
+    settings = MeasureSettings(min_samples=3, max_samples=5, sample_min_s=0.002)
+    with caplog.at_level(logging.DEBUG, logger="jax"), jax.log_compiles():
+        _, _, n = time_steps(run_chunk, 1e-5, settings, cap_s=0.2)
+    assert n >= 3
+    assert _compile_lines(caplog) == []
+
+
+def test_compile_capture_sees_a_compile_in_the_loop(caplog: pytest.LogCaptureFixture) -> None:
+    # The counter-test: the same capture around a loop that calls a fresh jitted function.
+    fresh = jax.jit(lambda y: y * 3.0 + 1.0)
+    run_chunk = _aot_chunks(extra=fresh)
+    settings = MeasureSettings(min_samples=3, max_samples=5, sample_min_s=0.002)
+    with caplog.at_level(logging.DEBUG, logger="jax"), jax.log_compiles():
+        time_steps(run_chunk, 1e-5, settings, cap_s=0.2)
+    assert any("Compiling" in line for line in _compile_lines(caplog))
+
+
+def test_engine_compile_counter_counts_real_compiles(inproc: InProcessBackend) -> None:
+    # timing_compiles == 0 means something only if the counter sees compiles at all
+    engine = inproc._engine
+    before = engine._compiles
+    jax.jit(lambda y: y - 7.0)(jnp.ones(3))
+    assert engine._compiles > before
+
+
+def test_measurement_timed_no_compiles(f32: autoplace.Measurement) -> None:
+    assert f32.timing_compiles == 0
+    assert f32.compile_cache == "disabled"
+
+
+# --- figures ------------------------------------------------------------------------------
+
+
+def test_figures_of_a_real_measurement(f32: autoplace.Measurement) -> None:
+    m = f32
+    assert m.status == "ok", m.reason
+    assert m.reason == ""
+    assert (m.device, m.batch_size, m.precision, m.width, m.workload) == (
+        "cpu:0",
+        8,
+        "float32",
+        8,  # the file's default width
+        "mlp",
+    )
+    assert m.device_kind == "cpu"
+    for name in ("build_s", "lower_s", "compile_s", "first_call_s", "step_s"):
+        assert getattr(m, name) > 0, name
+    for name in ("transfer_s", "fed_step_s"):
+        assert getattr(m, name) > 0, name
+    assert m.samples_per_s == pytest.approx(m.batch_size / m.step_s)
+    assert m.fed_samples_per_s == pytest.approx(m.batch_size / m.fed_step_s)
+    assert m.flops > 0
+    assert m.flops_per_s == pytest.approx(m.flops / m.step_s)
+    assert m.predicted_bytes > 0
+    assert m.peak_bytes == m.predicted_bytes and m.peak_bytes_source == "predicted"
+    assert m.step_spread >= 0 and m.fed_step_spread >= 0
+    assert FAST.min_samples <= m.step_samples <= FAST.max_samples
+    assert m.finite is True
+    assert m.measured
+    # x: (8, 16) float32 and y: (8, 4) float32
+    assert m.batch_bytes == 8 * (16 + 4) * 4
+    assert m.worker_start_s == 0.0
+    assert m.wall_s >= m.compile_s + m.first_call_s
+
+
+def test_width_and_batch_size_reach_the_model(inproc: InProcessBackend) -> None:
+    wide = measure(inproc, "tiny_mlp", batch_size=16, width=32)
+    assert wide.status == "ok", wide.reason
+    assert wide.width == 32
+    assert wide.batch_bytes == 16 * (16 + 4) * 4
+    narrow = measure(inproc, "tiny_mlp", batch_size=16, width=8)
+    assert wide.flops > 2 * narrow.flops
+
+
+# --- precision ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("precision", "dtypes"),
+    [("float32", ("f32",)), ("bfloat16", ("bf16",)), ("float16", ("f16",)), ("bf16", ("bf16",))],
+)
+def test_precision_is_the_compute_precision(
+    inproc: InProcessBackend, precision: str, dtypes: tuple[str, ...]
+) -> None:
+    m = measure(inproc, "tiny_mlp", precision=precision)
+    assert m.status == "ok", m.reason
+    assert m.compute_dtypes == dtypes
+    assert m.precision == Config(device="cpu", batch_size=1, precision=precision).precision
+
+
+def test_lower_precision_halves_the_batch_bytes(inproc: InProcessBackend, f32) -> None:
+    m = measure(inproc, "tiny_mlp", precision="bfloat16")
+    # x is cast to the precision (2 bytes), y stays float32
+    assert m.batch_bytes == 8 * (16 * 2 + 4 * 4) < f32.batch_bytes
+
+
+def test_deviation_vs_float32(inproc: InProcessBackend, f32: autoplace.Measurement) -> None:
+    assert f32.deviation_vs_float32 == 0.0
+    bf16 = measure(inproc, "tiny_mlp", precision="bfloat16")
+    f16 = measure(inproc, "tiny_mlp", precision="float16")
+    assert 0.0 < bf16.deviation_vs_float32 < 0.1
+    assert 0.0 < f16.deviation_vs_float32 < 0.1
+    # float16 keeps 10 mantissa bits to bfloat16's 7
+    assert f16.deviation_vs_float32 < bf16.deviation_vs_float32
+
+
+def test_deviation_can_be_switched_off(inproc: InProcessBackend) -> None:
+    no_deviation = dataclasses.replace(FAST, deviation=False)
+    m = measure(inproc, "tiny_mlp", precision="bf16", settings=no_deviation)
+    assert m.status == "ok"
+    assert m.deviation_vs_float32 is None
+
+
+def test_deviation_does_not_depend_on_what_was_measured_before() -> None:
+    # The float32 output remembered from a training step must be the first step's,
+    # not overwritten by the later (donated) steps of the timed loop.
+    first = InProcessBackend()
+    measure(first, "tiny_mlp", precision="float32")
+    after_f32 = measure(first, "tiny_mlp", precision="bfloat16").deviation_vs_float32
+    alone = measure(InProcessBackend(), "tiny_mlp", precision="bfloat16").deviation_vs_float32
+    assert after_f32 == pytest.approx(alone, rel=1e-6)
+
+
+def test_deviation_compares_outputs_on_the_same_batch() -> None:
+    # A float32 measurement with one seed must not serve as the reference for a
+    # measurement with another seed: their batches differ.
+    backend = InProcessBackend()
+    measure(backend, "tiny_predict", settings=dataclasses.replace(FAST, seed=0))
+    other_seed = dataclasses.replace(FAST, seed=1)
+    m = measure(backend, "tiny_predict", precision="bfloat16", settings=other_seed)
+    assert 0.0 < m.deviation_vs_float32 < 0.1
+
+
+# --- the build cache and donation -----------------------------------------------------------
+
+
+def test_measuring_a_training_step_twice_reuses_the_build(inproc: InProcessBackend) -> None:
+    # The cached state must survive the first measurement's donated steps.
+    settings = dataclasses.replace(FAST, seed=5)
+    first = measure(inproc, "tiny_mlp", width=32, settings=settings)
+    second = measure(inproc, "tiny_mlp", width=32, settings=settings)
+    assert first.status == second.status == "ok", (first.reason, second.reason)
+    assert second.build_s == first.build_s  # cached: the same build, not a new one
+
+
+def test_inference_workload(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "tiny_predict", batch_size=4)
+    assert m.status == "ok", m.reason
+    assert m.workload == "predict"
+    assert m.width is None
+
+
+# --- placement ------------------------------------------------------------------------------
+
+
+def test_devices(inproc: InProcessBackend) -> None:
+    devices = inproc.devices()
+    assert [d.name for d in devices] == [f"cpu:{i}" for i in range(N_CPU_DEVICES)]
+    assert all(d.platform == "cpu" and d.kind == "cpu" for d in devices)
+    assert all(d.memory_bytes and d.memory_bytes > 2**20 for d in devices)
+
+
+def test_measure_on_another_cpu_device(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "tiny_mlp", device="cpu:2")
+    assert m.status == "ok", m.reason
+    assert m.device == "cpu:2"
+
+
+def test_unknown_device_lists_the_devices(inproc: InProcessBackend) -> None:
+    listing = "cpu:0, cpu:1, cpu:2, cpu:3"
+    with pytest.raises(BadInputError, match="unknown device 'cpu:9'") as info:
+        inproc.measure(request("tiny_mlp", "mlp", device="cpu:9"))
+    assert listing in str(info.value)
+    with pytest.raises(BadInputError, match=listing):
+        measure(inproc, "tiny_mlp", device="cpu:9")
+    with pytest.raises(BadInputError, match=listing):
+        measure(inproc, "tiny_mlp", device="gpu")
+
+
+def test_unknown_workload_in_a_request_is_bad_input(inproc: InProcessBackend) -> None:
+    # The Backend contract: an impossible request raises BadInputError.
+    with pytest.raises(BadInputError, match="nope"):
+        inproc.measure(request("tiny_mlp", "nope"))
+
+
+def test_catalog(inproc: InProcessBackend) -> None:
+    mf = ModelFile.at(model("tiny_mlp"))
+    found = inproc.catalog(str(mf.path), mf.sha256)
+    assert list(found) == ["mlp"]
+    assert found["mlp"].default_width == 8
+    with pytest.raises(autoplace.ModelFileError, match="no workload found"):
+        mf = ModelFile.at(model("no_workload"))
+        inproc.catalog(str(mf.path), mf.sha256)
+
+
+# --- statuses -------------------------------------------------------------------------------
+
+
+def test_nonfinite(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "nan")
+    assert m.status == "nonfinite"
+    assert "NaN" in m.reason
+    assert m.finite is False
+    assert m.measured  # it ran: the timings are real
+    assert m.step_s > 0
+
+
+def test_error_in_the_step_names_the_model_file_line(inproc: InProcessBackend) -> None:
+    path = model("raises")
+    m = measure(inproc, "raises")
+    assert m.status == "error"
+    assert m.reason.startswith("tracing and lowering the step raised ValueError")
+    assert "shapes do not line up" in m.reason
+    assert f"{path}:{line_of(path, 'RAISE_LINE')}" in m.reason
+    assert m.compile_s is None and m.step_s is None
+    assert not m.measured
+
+
+def test_workload_function_must_return_a_workload(inproc: InProcessBackend, tmp_path: Path) -> None:
+    path = write_model(
+        tmp_path,
+        """
+        import autoplace
+
+        @autoplace.workload
+        def wrong(width, dtype):
+            return {"state": 1}
+        """,
+    )
+    m = autoplace.measure(path, batch_size=2, settings=FAST, backend=inproc)
+    assert m.status == "error"
+    assert "returned dict, not autoplace.Workload" in m.reason
+
+
+def test_too_big_for_max_memory_is_not_run(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "tiny_mlp", settings=dataclasses.replace(FAST, max_memory=1000))
+    assert m.status == "too_big"
+    assert "MiB limit" in m.reason
+    assert m.predicted_bytes > 1000
+    assert m.compile_s > 0  # compiled, so the prediction is XLA's ...
+    assert m.first_call_s is None and m.step_s is None  # ... but never run
+    assert not m.measured
+
+
+def test_too_big_for_the_machine_is_not_run(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "too_big")
+    assert m.status == "too_big"
+    assert m.predicted_bytes >= 2**40
+    assert m.first_call_s is None
+
+
+def test_out_of_memory_while_building(inproc: InProcessBackend) -> None:
+    m = measure(inproc, "oom_build")
+    assert m.status == "oom"
+    assert m.reason.startswith("out of memory while building the workload")
+    assert "RESOURCE_EXHAUSTED" in m.reason
+    # the engine is still usable
+    assert measure(inproc, "tiny_predict").status == "ok"

@@ -1,0 +1,281 @@
+"""The worker process: what it survives, when it is reused, and what crosses the boundary."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import FAST, line_of, model, write_model
+
+import autoplace
+from autoplace import (
+    BadInputError,
+    Config,
+    MeasureRequest,
+    ModelFileError,
+    SubprocessBackend,
+)
+from autoplace.workload import ModelFile
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def measure(backend, name: str, settings=FAST, **kw) -> autoplace.Measurement:
+    return autoplace.measure(model(name), batch_size=4, settings=settings, backend=backend, **kw)
+
+
+def request(path: Path, workload: str, settings=FAST, **config) -> MeasureRequest:
+    mf = ModelFile.at(path)
+    return MeasureRequest(
+        model_file=str(mf.path),
+        sha256=mf.sha256,
+        workload=workload,
+        config=Config(**{"device": "cpu", "batch_size": 4, **config}),
+        settings=settings,
+    )
+
+
+def assert_works(backend: SubprocessBackend) -> autoplace.Measurement:
+    m = measure(backend, "tiny_mlp")
+    assert m.status == "ok", m.reason
+    assert m.step_s > 0
+    return m
+
+
+def test_measures_in_a_worker(subproc: SubprocessBackend) -> None:
+    m = assert_works(subproc)
+    assert m.timing_compiles == 0
+    assert m.wall_s > 0
+    assert subproc.starts >= 1
+    assert subproc.last_start_s > 0
+    assert [d.name for d in subproc.devices()] == ["cpu:0"]
+
+
+def test_crash_is_a_status_and_the_next_measurement_gets_a_fresh_worker(
+    subproc: SubprocessBackend,
+) -> None:
+    assert_works(subproc)
+    starts = subproc.starts
+    m = measure(subproc, "crash")
+    assert m.status == "crash"
+    assert "SIGSEGV" in m.reason
+    # the last informative line the worker printed, not faulthandler's module list
+    assert "Segmentation fault" in m.reason
+    assert "Extension modules" not in m.reason
+    assert (m.device, m.batch_size, m.workload) == ("cpu:0", 4, "crash")
+    assert m.step_s is None
+    assert_works(subproc)
+    assert subproc.starts == starts + 1
+
+
+def test_error_in_user_code_keeps_the_worker(subproc: SubprocessBackend) -> None:
+    assert_works(subproc)
+    starts = subproc.starts
+    path = model("raises")
+    m = measure(subproc, "raises")
+    assert m.status == "error"
+    assert f"ValueError: shapes do not line up ({path}:{line_of(path, 'RAISE_LINE')})" in m.reason
+    assert m.worker_start_s == 0.0
+    assert_works(subproc)
+    assert subproc.starts == starts
+
+
+def test_oom_is_a_status_and_the_worker_is_replaced(subproc: SubprocessBackend) -> None:
+    assert_works(subproc)
+    starts = subproc.starts
+    m = measure(subproc, "oom_build")
+    assert m.status in ("oom", "too_big")
+    assert m.status == "oom"  # building allocates eagerly, before any memory analysis
+    assert "RESOURCE_EXHAUSTED" in m.reason
+    assert_works(subproc)
+    assert subproc.starts == starts + 1  # an allocator that failed once is not trusted
+
+
+def test_too_big_is_pruned_without_running(subproc: SubprocessBackend) -> None:
+    starts = subproc.starts
+    m = measure(subproc, "too_big")
+    assert m.status == "too_big"
+    assert m.first_call_s is None
+    assert m.predicted_bytes >= 2**40
+    assert_works(subproc)
+    assert subproc.starts == max(starts, 1)  # nothing went wrong in the worker
+
+
+def test_nonfinite_through_the_worker(subproc: SubprocessBackend) -> None:
+    m = measure(subproc, "nan")
+    assert m.status == "nonfinite"
+    assert m.finite is False
+
+
+@pytest.mark.slow
+def test_hang_times_out_and_the_next_measurement_works(subproc: SubprocessBackend) -> None:
+    assert_works(subproc)
+    starts = subproc.starts
+    m = measure(subproc, "hang", settings=dataclasses.replace(FAST, timeout_s=3))
+    assert m.status == "timeout"
+    assert "3 s" in m.reason and "killed" in m.reason
+    assert 3.0 <= m.wall_s < 10.0
+    assert_works(subproc)
+    assert subproc.starts == starts + 1
+
+
+def test_bad_requests_raise_through_the_process_boundary(subproc: SubprocessBackend) -> None:
+    assert_works(subproc)
+    starts = subproc.starts
+    with pytest.raises(BadInputError, match=r"unknown device 'cpu:5'.*cpu:0"):
+        subproc.measure(request(model("tiny_mlp"), "mlp", device="cpu:5"))
+    with pytest.raises(BadInputError, match="nope"):
+        subproc.measure(request(model("tiny_mlp"), "nope"))
+    assert_works(subproc)
+    assert subproc.starts == starts
+
+
+def test_catalog_errors_cross_the_boundary(subproc: SubprocessBackend) -> None:
+    path = model("import_error")
+    mf = ModelFile.at(path)
+    with pytest.raises(ModelFileError, match=re.escape(f"{path}:{line_of(path, 'SIZES[')}")):
+        subproc.catalog(str(mf.path), mf.sha256)
+    mf = ModelFile.at(model("no_workload"))
+    with pytest.raises(ModelFileError, match="no workload found"):
+        subproc.catalog(str(mf.path), mf.sha256)
+    mf = ModelFile.at(model("syntax_error"))
+    with pytest.raises(ModelFileError, match="SyntaxError"):
+        subproc.catalog(str(mf.path), mf.sha256)
+
+
+def test_a_model_file_that_kills_the_worker_at_import(
+    subproc: SubprocessBackend, tmp_path: Path
+) -> None:
+    path = write_model(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    mf = ModelFile.at(path)
+    with pytest.raises(ModelFileError, match=r"ended the worker.*SIGKILL"):
+        subproc.catalog(str(mf.path), mf.sha256)
+    assert_works(subproc)
+
+
+def test_silent_exit_is_a_crash_without_borrowed_output() -> None:
+    # The reason quotes the worker's last line; a worker that printed nothing must
+    # not be blamed on what an earlier worker (or Python's start-up) wrote to the log.
+    with SubprocessBackend() as backend:
+        assert measure(backend, "crash").status == "crash"
+        m = measure(backend, "exit_silently")
+    assert m.status == "crash"
+    assert m.reason.startswith("the worker exited with code 3")
+    assert "Segmentation" not in m.reason
+    assert "RuntimeWarning" not in m.reason
+
+
+def test_worker_start_is_charged_to_the_measurement_that_started_it() -> None:
+    with SubprocessBackend() as backend:
+        req = request(model("tiny_mlp"), "mlp")
+        first = backend.measure(req)
+        second = backend.measure(req)
+    assert first.status == second.status == "ok"
+    assert first.worker_start_s > 0
+    assert first.worker_start_s == backend.last_start_s
+    assert second.worker_start_s == 0.0
+
+
+def test_worker_start_through_measure() -> None:
+    # autoplace.measure asks the worker for the catalogue first: the worker that
+    # call starts serves this measurement, so its start-up belongs to it.
+    with SubprocessBackend() as backend:
+        first = measure(backend, "tiny_mlp")
+        second = measure(backend, "tiny_mlp")
+        assert measure(backend, "crash").status == "crash"
+        after_crash = measure(backend, "tiny_mlp")
+    assert first.worker_start_s > 0
+    assert second.worker_start_s == 0.0
+    assert after_crash.worker_start_s > 0
+
+
+def test_a_worker_that_died_while_idle_is_replaced() -> None:
+    # Killed from outside between measurements (the kernel's OOM killer making room
+    # for another process, say): the next request is not to blame for it.
+    with SubprocessBackend() as backend:
+        assert_works(backend)
+        starts = backend.starts
+        os.kill(backend._process.pid, signal.SIGKILL)
+        backend._process.wait(timeout=10)
+        m = assert_works(backend)  # neither a ModelFileError from catalog nor a "crash"
+        assert backend.starts == starts + 1
+        mf = ModelFile.at(model("tiny_mlp"))
+        os.kill(backend._process.pid, signal.SIGKILL)
+        backend._process.wait(timeout=10)
+        direct = backend.measure(request(mf.path, "mlp"))
+    assert m.status == direct.status == "ok", direct.reason
+
+
+def test_jax_config_reaches_the_worker() -> None:
+    with SubprocessBackend(jax_config={"jax_num_cpu_devices": 2}) as backend:
+        assert [d.name for d in backend.devices()] == ["cpu:0", "cpu:1"]
+        m = measure(backend, "tiny_mlp", device="cpu:1")
+    assert m.status == "ok", m.reason
+    assert m.device == "cpu:1"
+
+
+def test_close_stops_the_worker_and_may_be_called_twice() -> None:
+    backend = SubprocessBackend()
+    backend.devices()
+    process = backend._process
+    assert process.poll() is None
+    backend.close()
+    assert process.poll() == 0  # told to exit, it exited cleanly
+    backend.close()
+    # a closed backend starts a new worker when used again
+    assert_works(backend)
+    backend.close()
+
+
+def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(
+        [sys.executable, *([code] if code.endswith(".py") else ["-c", code])],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+_FAST_SRC = (
+    "autoplace.MeasureSettings(time_cap_s=0.2, fed_time_cap_s=0.1, min_samples=3, max_samples=10)"
+)
+
+
+@pytest.mark.slow
+def test_the_caller_never_imports_jax() -> None:
+    code = (
+        "import autoplace, sys\n"
+        f"m = autoplace.measure('studies/mnist_mlp.py', workload='mlp', batch_size=8, width=32,"
+        f" settings={_FAST_SRC})\n"
+        "print(m.status, 'jax' in sys.modules, 'jaxlib' in sys.modules)\n"
+    )
+    done = _run(code, REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "False", "False"]
+
+
+def test_a_script_without_a_main_guard(tmp_path: Path) -> None:
+    script = tmp_path / "measure_it.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import autoplace
+
+        print("top level ran")
+        m = autoplace.measure({str(model("tiny_mlp"))!r}, batch_size=4, settings={_FAST_SRC})
+        print("status", m.status)
+        """)
+    )
+    done = _run(str(script), tmp_path)
+    assert done.returncode == 0, done.stderr
+    # the worker is a fresh interpreter: it does not re-run this script's top level
+    assert done.stdout.splitlines() == ["top level ran", "status ok"]
