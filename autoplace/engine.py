@@ -248,15 +248,16 @@ class Engine:
 
     def _build(
         self, request: MeasureRequest, fn: Callable, width: int | None, precision: str
-    ) -> tuple[Workload, float]:
-        """The workload for (width, precision) and the seconds its build took.
+    ) -> tuple[Workload, float, bool]:
+        """The workload for (width, precision), the seconds its build took, and if cached.
 
         Builds are cached (a few, least recently used first out): they depend on
         neither batch size nor device, and a user's eager initialisation can cost
         seconds. The cached state is never donated; each run gets its own copy.
         """
         key = (request.model_file, request.sha256, request.workload, width, precision)
-        if key not in self._built:
+        cached = key in self._built
+        if not cached:
             t = time.perf_counter()
             with user_phase("building the workload", Path(request.model_file)):
                 workload = fn(width, jnp.dtype(precision))
@@ -270,7 +271,7 @@ class Engine:
             while len(self._built) > 4:
                 self._built.popitem(last=False)
         self._built.move_to_end(key)
-        return self._built[key]
+        return (*self._built[key], cached)
 
     def _host_batch(self, workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
         with user_phase("making a batch", path):
@@ -289,14 +290,18 @@ class Engine:
         path = Path(request.model_file)
         config = request.config
 
-        workload, fig["build_s"] = self._build(request, fn, width, config.precision)
+        workload, fig["build_s"], fig["build_cached"] = self._build(
+            request, fn, width, config.precision
+        )
         host = [self._host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
         fig["batch_bytes"] = tree_bytes(host[0])
 
         with user_phase("putting the state and a batch on the device", path):
             state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
             batch = jax.block_until_ready(jax.device_put(host[0], device))
+            t = time.perf_counter()
             fig["transfer_s"] = _median_transfer(host[0], device)
+            timing_s = time.perf_counter() - t
 
         train = workload.kind == "train"
         jitted = jax.jit(workload.step, donate_argnums=(0,) if train else ())
@@ -345,6 +350,7 @@ class Engine:
             return elapsed
 
         compiles_before = self._compiles
+        t = time.perf_counter()
         with user_phase("running the steady-state loop", path):
             run_chunk(s.warmup_steps)
             guess = run_chunk(1)
@@ -355,6 +361,7 @@ class Engine:
             fig["fed_step_s"], fig["fed_step_spread"], _ = time_steps(
                 lambda k: run_chunk(k, fed=True), fed_guess, s, s.fed_time_cap_s
             )
+        fig["timing_s"] = timing_s + time.perf_counter() - t
         fig["timing_compiles"] = self._compiles - compiles_before
         if fig["timing_compiles"]:
             raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
@@ -370,7 +377,9 @@ class Engine:
         with user_phase("checking the outputs", path):
             fig["finite"] = _all_finite(carry["out"])
         if first_out is not None:
+            t = time.perf_counter()
             fig["deviation_vs_float32"] = self._deviation(request, fn, width, device, first_out)
+            fig["reference_s"] = time.perf_counter() - t
 
     def _deviation(
         self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, out: Any
@@ -385,7 +394,7 @@ class Engine:
         ref = self._references.get(key)
         if ref is None:
             path = Path(request.model_file)
-            workload, _ = self._build(request, fn, width, "float32")
+            workload, _, _ = self._build(request, fn, width, "float32")
             host = self._host_batch(workload, config.batch_size, request.settings.seed, path)
             with user_phase("running the float32 reference", path):
                 state = jax.device_put(workload.state, device, may_alias=False)
@@ -466,5 +475,6 @@ def _peak(device: Any) -> int | None:
 
 
 def _all_finite(tree: Any) -> bool:
+    """Checked on the host: a device-side check would compile a kernel per leaf shape."""
     leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
-    return all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
+    return all(bool(np.isfinite(np.asarray(x, dtype=np.float32)).all()) for x in leaves)

@@ -34,6 +34,8 @@ class Measurement:
     device_kind: str | None = None
     #: Calling the user's workload function (building state and step).
     build_s: float | None = None
+    #: True when the build came from the worker's cache (``build_s`` was paid earlier).
+    build_cached: bool | None = None
     #: Tracing the step to a jaxpr and lowering it to StableHLO.
     lower_s: float | None = None
     #: XLA compiling the lowered program (persistent cache disabled, so never a hit).
@@ -67,6 +69,10 @@ class Measurement:
     compute_dtypes: tuple[str, ...] = ()
     #: Relative L2 deviation of the first step's output from float32 on the same inputs.
     deviation_vs_float32: float | None = None
+    #: Seconds spent in the timed loops (transfer, warm-up, steady state, fed).
+    timing_s: float | None = None
+    #: Seconds spent computing the float32 reference for ``deviation_vs_float32``.
+    reference_s: float | None = None
     #: Compiles seen while timing; must be 0 (the loop calls one AOT-compiled executable).
     timing_compiles: int | None = None
     #: The JAX persistent compilation cache's state during the measurement.

@@ -10,19 +10,18 @@ them; strategies never touch storage.
 :class:`Climb`, the default, uses the problem's shape. For a fixed (device,
 precision, width), the score as a function of log2(batch size) is usually
 unimodal: per-step overheads dominate small batches, memory and cache pressure
-large ones. So:
+large ones; and arms on one device tend to peak at similar batch sizes. So:
 
-1. screen: every arm (device, precision, width) is measured at one start batch;
-2. climb: the most promising arm that still has a better-looking neighbour gets
-   that neighbour measured (up or down the batch list), until every arm sits on a
-   local optimum, or is out of reach of the best arm;
-   Scores within ``noise`` of an arm's best count as a plateau, and the climb
-   continues past its edges: on a noisy machine one flat step proves no peak;
-3. an arm is out of reach when even growing at the best rate any arm has shown
-   per batch doubling, for every step it has left, it could not beat the best
-   score by more than ``noise``.
+1. screen: every arm (device, precision, width) is measured at one start batch
+   (for throughput, a third of the way down from the largest batch);
+2. climb the leader (the arm with the best score): jumps of two batch steps (x4)
+   while its best is at the edge of what it has measured, then single steps
+   around its best and around any batch within ``noise`` of it;
+3. measure every other arm at the leader's best batch, and refine those within
+   ``reach`` of the best the same way; if one overtakes the leader, it leads.
 
-Out-of-memory (``too_big``/``oom``) at a batch rules out larger batches of that arm.
+Out-of-memory (``too_big``/``oom``) at a batch rules out larger batches of that
+arm; an arm whose screen does not fit steps down until one does.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Protocol
 
 from autoplace.config import Config
@@ -97,33 +96,43 @@ def _arm(c: Config) -> tuple[str, str, int | None]:
 
 @dataclasses.dataclass(frozen=True)
 class Climb:
-    """Screen every arm at one batch size, then climb the batch axis of the promising ones.
+    """Screen every arm, climb the leader coarse-to-fine, then try the rest where it peaked.
 
     Args:
         start_batch: the batch size arms are screened at (the nearest in the space).
+            ``None``: a third of the way down from the largest batch (in log2) for
+            throughput, which usually rises with batch size; the middle otherwise.
         noise: relative score difference treated as measurement noise.
+        reach: an arm whose score at the leader's best batch is further than this
+            behind the best is not refined.
     """
 
-    start_batch: int = 64
+    start_batch: int | None = None
     noise: float = 0.05
+    reach: float = 0.10
+
+    def _start(self, batches: tuple[int, ...], objective: Objective) -> int:
+        if self.start_batch is not None:
+            target = math.log2(self.start_batch)
+        else:
+            low, high = math.log2(batches[0]), math.log2(batches[-1])
+            fraction = 2 / 3 if objective.name == "throughput" else 1 / 2
+            target = low + fraction * (high - low)
+        return min(range(len(batches)), key=lambda i: abs(math.log2(batches[i]) - target))
 
     def propose(
         self, space: Space, objective: Objective, scores: Scores, pending: frozenset[Config]
     ) -> Config | None:
         batches = space.batch_sizes
-        start = min(
-            range(len(batches)), key=lambda i: abs(math.log2(batches[i] / self.start_batch))
-        )
+        start = self._start(batches, objective)
         taken = set(scores) | set(pending)
         arms = space.arms()
 
         def cfg(arm: tuple[str, str, int | None], i: int) -> Config:
             return Config(device=arm[0], batch_size=batches[i], precision=arm[1], width=arm[2])
 
-        # 1. screen
-        for arm in arms:
-            if cfg(arm, start) not in taken:
-                return cfg(arm, start)
+        def free(arm: tuple[str, str, int | None], i: int) -> bool:
+            return 0 <= i < ceiling[arm] and cfg(arm, i) not in taken
 
         # Per arm: measured scores by batch index, and where failures cap the batch.
         table: dict[tuple, dict[int, float]] = {arm: {} for arm in arms}
@@ -137,63 +146,60 @@ class Climb:
                 ceiling[arm] = min(ceiling[arm], i)
             else:
                 table[arm][i] = s
-        # An arm whose screen failed (out of memory) steps down below the failure.
-        for arm, measured in table.items():
-            j = ceiling[arm] - 1
-            if not measured and 0 <= j < start and cfg(arm, j) not in taken:
-                return cfg(arm, j)
-        best_scores = [s for t in table.values() for s in t.values()]
-        if not best_scores:
-            return None  # nothing ran at any batch size
-        best = max(best_scores) if objective.direction == "maximize" else min(best_scores)
-        growth = self._best_growth(table, objective)
 
-        # 2. climb: candidates are the unmeasured neighbours of each arm's best batch
+        # 1. screen every arm; one whose screen failed steps down below the failure
+        for arm in arms:
+            if free(arm, start) and not table[arm] and ceiling[arm] > start:
+                return cfg(arm, start)
+        for arm in arms:
+            if not table[arm] and free(arm, ceiling[arm] - 1):
+                return cfg(arm, ceiling[arm] - 1)
         sign = 1.0 if objective.direction == "maximize" else -1.0
-        options: list[tuple[float, Config]] = []
-        for arm, measured in table.items():
-            if not measured:
-                continue
-            i_best = max(measured, key=lambda i: sign * measured[i])
-            s_best = measured[i_best]
-            # Batches within the noise of the arm's best form a plateau; a flat or
-            # noisy step is no proof of a peak, so the climb goes on past its edges.
-            plateau = [i for i, v in measured.items() if objective.gain(s_best, v) <= self.noise]
-            for j, up in ((max(plateau) + 1, True), (min(plateau) - 1, False)):
-                if not 0 <= j < ceiling[arm] or j in measured:
-                    continue
-                c = cfg(arm, j)
-                if c in taken:
-                    continue
-                # An arm gets a second point before it is judged: its own growth counts.
-                if len(measured) >= 2 and s_best != best:
-                    left = (ceiling[arm] - j) if up else (j + 1)
-                    optimistic = self._project(s_best, growth, left, objective)
-                    if objective.gain(optimistic, best) <= self.noise:
-                        continue  # 3. out of reach
-                # Most promising first: the arm's current best, then the upward direction.
-                rank = objective.gain(s_best, best) + (1e-9 if up else 0.0)
-                options.append((rank, c))
-        if not options:
+
+        def best_of(arm: tuple) -> tuple[int, float]:
+            i = max(table[arm], key=lambda i: sign * table[arm][i])
+            return i, table[arm][i]
+
+        ranked = sorted((a for a in arms if table[a]), key=lambda a: -sign * best_of(a)[1])
+        if not ranked:
+            return None  # nothing ran at any batch size
+
+        def refine(arm: tuple) -> Config | None:
+            """An unmeasured neighbour of the arm's best, or of a batch within noise of it."""
+            _, s_best = best_of(arm)
+            near = [i for i, v in table[arm].items() if objective.gain(s_best, v) <= self.noise]
+            for i in sorted(near, key=lambda i: -sign * table[arm][i]):
+                for j in (i + 1, i - 1):
+                    if free(arm, j):
+                        return cfg(arm, j)
             return None
-        return max(options, key=lambda o: o[0])[1]
 
-    @staticmethod
-    def _best_growth(table: Mapping[tuple, Mapping[int, float]], objective: Objective) -> float:
-        """Largest improvement factor seen between neighbouring batch sizes of any arm (>= 1)."""
-        growth = 1.0
-        for measured in table.values():
-            for i, s in measured.items():
-                nxt = measured.get(i + 1)
-                if nxt is not None and s > 0 and nxt > 0:
-                    ratio = nxt / s if objective.direction == "maximize" else s / nxt
-                    growth = max(growth, ratio, 1.0 / ratio)
-        return growth
-
-    @staticmethod
-    def _project(score: float, growth: float, steps: int, objective: Objective) -> float:
-        factor = growth ** max(steps, 1)
-        return score * factor if objective.direction == "maximize" else score / factor
+        # 2. climb the leader: jumps of two batch steps while the best is at the edge
+        #    of what is measured, then refine around the best
+        leader = ranked[0]
+        i_lead, s_lead = best_of(leader)
+        measured = table[leader]
+        if i_lead == max(measured):
+            for j in (i_lead + 2, i_lead + 1):
+                if free(leader, j) and all(k not in measured for k in range(i_lead + 1, j + 1)):
+                    return cfg(leader, j)
+        if i_lead == min(measured):
+            for j in (i_lead - 2, i_lead - 1):
+                if free(leader, j) and all(k not in measured for k in range(j, i_lead)):
+                    return cfg(leader, j)
+        step = refine(leader)
+        if step is not None:
+            return step
+        # 3. the others: try each where the leader peaked; refine those within reach
+        for arm in ranked[1:]:
+            if i_lead not in table[arm] and free(arm, i_lead):
+                return cfg(arm, i_lead)
+        for arm in ranked[1:]:
+            if objective.gain(s_lead, best_of(arm)[1]) <= self.reach:
+                step = refine(arm)
+                if step is not None:
+                    return step
+        return None
 
 
 def strategy_named(name: str) -> Strategy:
@@ -204,7 +210,3 @@ def strategy_named(name: str) -> Strategy:
     if name == "grid":
         return Grid()
     raise BadInputError(f"unknown search {name!r}: use climb (the default) or grid")
-
-
-def ordered_batches(values: Sequence[int]) -> tuple[int, ...]:
-    return tuple(sorted(set(values)))

@@ -22,10 +22,10 @@ class MeasureSettings:
     min_samples: int = 5
     max_samples: int = 40
     target_spread: float = 0.03
-    sample_min_s: float = 0.02
-    time_cap_s: float = 1.5
+    sample_min_s: float = 0.05
+    time_cap_s: float = 1.0
     #: Time cap of the loop that feeds a host batch every step.
-    fed_time_cap_s: float = 0.75
+    fed_time_cap_s: float = 1.0
     #: Whole-measurement limit; past it the worker is killed and the result is ``timeout``.
     timeout_s: float = 300.0
     #: Configurations XLA predicts to need more bytes than this are not run (``too_big``).

@@ -39,6 +39,8 @@ from autoplace.worker import Backend, SubprocessBackend
 #: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
 DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
 _ATTR = "measurement"
+#: Time cap of each timed loop while searching; confirmations use the full settings.
+SEARCH_CAP_S = 0.3
 _MAX_INT = 2**40
 
 
@@ -215,12 +217,13 @@ def _storage_errors(url: str) -> Iterator[None]:
 
 def _history(
     study: Any, stale_after_s: float, since: dt.datetime | None
-) -> tuple[dict[Config, Measurement], frozenset[Config]]:
-    """Latest measurement per configuration, and configurations being measured now."""
+) -> tuple[dict[Config, Measurement], frozenset[Config], frozenset[Config]]:
+    """Latest measurement per configuration, those being measured now, and those confirmed."""
     from optuna.trial import TrialState
 
     done: dict[Config, tuple[dt.datetime, Measurement]] = {}
     pending: set[Config] = set()
+    confirmed: set[Config] = set()
     now = dt.datetime.now()
     for t in study.get_trials(deepcopy=False):
         if set(t.params) < {"device", "batch_size", "precision"}:
@@ -239,7 +242,9 @@ def _history(
             continue
         if config not in done or finished >= done[config][0]:
             done[config] = (finished, Measurement.from_dict(data))
-    return {c: m for c, (_, m) in done.items()}, frozenset(pending)
+        if t.user_attrs.get("phase") == "confirm":
+            confirmed.add(config)
+    return {c: m for c, (_, m) in done.items()}, frozenset(pending), frozenset(confirmed)
 
 
 # --- the loop ------------------------------------------------------------------------
@@ -264,6 +269,7 @@ def tune(
     out: str | Path | None = "autoplace.toml",
     max_memory: int | None = None,
     remeasure: bool = False,
+    confirm: int = 2,
     strategy: Strategy | None = None,
     settings: MeasureSettings | None = None,
     backend: Backend | None = None,
@@ -272,7 +278,11 @@ def tune(
     """Search placements of a model file's workload and write the recommendation to ``out``.
 
     Runs until the search strategy has nothing worth measuring, or ``trials`` new
-    measurements, or ``timeout`` seconds (a measurement in flight finishes). A
+    measurements, or ``timeout`` seconds (a measurement in flight finishes). The
+    search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
+    comparison); then the best configuration of
+    each of the top ``confirm`` (device, precision) pairs is measured again with
+    ``settings`` in full, so the winner and its runner-up are never a lucky draw. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """
@@ -289,6 +299,12 @@ def tune(
     if max_memory is not None:
         settings = dataclasses.replace(settings, max_memory=max_memory)
     strategy = strategy or Climb()
+    search_settings = dataclasses.replace(
+        settings,
+        deviation=False,
+        time_cap_s=min(settings.time_cap_s, SEARCH_CAP_S),
+        fed_time_cap_s=min(settings.fed_time_cap_s, SEARCH_CAP_S),
+    )
 
     with contextlib.ExitStack() as stack:
         if backend is None:
@@ -344,7 +360,7 @@ def tune(
         best: Scored | None = None
         while True:
             with _storage_errors(url):
-                known, pending = _history(handle, stale_after, since)
+                known, pending, confirmed = _history(handle, stale_after, since)
             in_space = {c: m for c, m in known.items() if _in(space, c)}
             best = _best(in_space, obj)
             if trials is not None and new_trials >= trials:
@@ -352,19 +368,24 @@ def tune(
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
             scores = {c: obj.score(m) if m.status == "ok" else None for c, m in in_space.items()}
+            phase = "search"
             config = strategy.propose(space, obj, scores, pending)
+            if config is None:
+                phase = "confirm"
+                config = _to_confirm(in_space, obj, confirm, confirmed | pending)
             if config is None:
                 break
             chooser.params = _params(config)
             with _storage_errors(url):
                 trial = handle.ask(dists)
                 trial.set_user_attr("config", config.label())
+                trial.set_user_attr("phase", phase)
             request = MeasureRequest(
                 model_file=str(mf.path),
                 sha256=mf.sha256,
                 workload=info.name,
                 config=config,
-                settings=settings,
+                settings=settings if phase == "confirm" else search_settings,
             )
             try:
                 result = backend.measure(request)
@@ -423,6 +444,16 @@ def tune(
         out=written,
         document=document,
     )
+
+
+def _to_confirm(
+    measurements: dict[Config, Measurement], obj: Objective, k: int, done: frozenset[Config]
+) -> Config | None:
+    """The first of the top ``k`` (device, precision) winners not yet confirmed."""
+    for s in _per_group(measurements, obj)[:k]:
+        if s.config not in done:
+            return s.config
+    return None
 
 
 def _in(space: Space, c: Config) -> bool:

@@ -49,7 +49,13 @@ def test_climb_does_not_go_past_memory_failures():
     space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
     backend = SyntheticBackend(memory_limit=256 * 1000)
     _scores, results = run(Climb(), space, throughput(), backend)
-    assert [r.status for c, r in results.items() if c.batch_size > 256] == ["too_big"]
+    failed = [c.batch_size for c, r in results.items() if r.status == "too_big"]
+    assert failed and all(b > 256 for b in failed)
+    known: list[int] = []  # nothing is proposed above a failure already known
+    for c, r in results.items():
+        assert all(c.batch_size < b for b in known)
+        if r.status == "too_big":
+            known.append(c.batch_size)
 
 
 def test_climb_steps_down_when_the_screen_does_not_fit():

@@ -65,6 +65,7 @@ def tune(storage_url, study_name, backend, tmp_path, **kwargs):
         out=tmp_path / "autoplace.toml",
         backend=backend,
         strategy=autoplace.Grid(),
+        confirm=0,
     )
     options.update(kwargs)
     return autoplace.tune(model, **options)

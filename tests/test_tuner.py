@@ -66,9 +66,10 @@ def test_several_widths_record_the_best_placement_of_each(env):
 
 
 def test_remeasure_measures_again(env):
-    run(env, SyntheticBackend(), strategy=autoplace.Grid(), precisions=["float32"])
+    grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
+    run(env, SyntheticBackend(), **grid)
     again = SyntheticBackend()
-    result = run(env, again, strategy=autoplace.Grid(), precisions=["float32"], remeasure=True)
+    result = run(env, again, **grid, remeasure=True)
     assert len(again.measured) == 5 and result.new_trials == 5
 
 
@@ -85,7 +86,7 @@ def test_too_big_is_pruned_before_running_and_not_retried(env):
 
 
 def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
-    grid = dict(strategy=autoplace.Grid(), precisions=["float32"])
+    grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
     result = run(env, SyntheticBackend(interrupt_at=3), **grid)
     assert result.interrupted and result.new_trials == 2
     assert rec.read(env["out"])["study"]["measured"] == 2
@@ -96,6 +97,19 @@ def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
     result = run(env, again, **grid)
     assert [r.config.batch_size for r in again.measured] == [32, 64, 128]
     assert not result.interrupted and len(result.measurements) == 5
+
+
+def test_the_winner_and_runner_up_are_confirmed_with_full_settings(env):
+    backend = SyntheticBackend()
+    result = run(env, backend, strategy=autoplace.Grid(), confirm=2)
+    searched = [r for r in backend.measured if not r.settings.deviation]
+    confirmed = [r.config for r in backend.measured if r.settings.deviation]
+    assert len(searched) == len(result.space)  # the search skipped the float32 comparison
+    assert confirmed == [s.config for s in result.per_device_precision[:2]]
+    assert result.best.config == confirmed[0]
+    again = SyntheticBackend()
+    run(env, again, strategy=autoplace.Grid(), confirm=2)
+    assert again.measured == []  # resuming confirms nothing twice
 
 
 def test_budget_in_trials(env):

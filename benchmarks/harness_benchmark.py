@@ -1,0 +1,154 @@
+"""How accurate and how cheap is autoplace's measurement harness?
+
+For each example workload, at one configuration (float32, its default width):
+
+1. accuracy: the core's steady-state ``step_s`` against a minimal, independent
+   timing loop of the same jitted step: a fresh Python process that imports the
+   model file by itself, jits the step (donating the state for training, as the
+   core does), warms up, and times chunks of steps ended by ``block_until_ready``.
+   Core and minimal loop alternate (A B A B ...) to cancel drift; the ratio of
+   their medians is reported (target: within 5%).
+2. overhead: with a warm worker (workload already built), each measurement's wall
+   time minus its lower, compile, first call, timed loops and float32 reference:
+   what the harness itself costs per measurement (target: at most 0.5 s).
+
+Run from the repository root:  python benchmarks/harness_benchmark.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import autoplace
+from autoplace import fingerprint
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = {
+    "mlp": ("studies/mnist_mlp.py", "mlp", 256),
+    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide", 256),
+    "vgg": ("studies/vgg_predict.py", "vgg", 32),
+    "lstm": ("studies/lstm_classifier.py", "lstm", 64),
+    "classify": ("studies/single_image.py", "classify", 1),
+}
+
+MINIMAL_LOOP = textwrap.dedent(
+    """
+    import importlib.util, statistics, sys, time
+    import jax, jax.numpy as jnp, numpy as np
+    path, name, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    spec = importlib.util.spec_from_file_location("model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, name)
+    w = fn(fn.__autoplace_workload__.default_width, jnp.float32)
+    train = w.kind == "train"
+    x = jax.device_put(w.make_batch(batch, np.random.default_rng(0)))
+    state = jax.device_put(w.state, may_alias=False)
+    step = jax.jit(w.step, donate_argnums=(0,) if train else ())
+    out = step(state, x)
+    state = out if train else state
+    for _ in range(5):
+        out = step(state, x)
+        state = out if train else state
+    jax.block_until_ready(out)
+    t = time.perf_counter(); out = step(state, x); state = out if train else state
+    jax.block_until_ready(out); one = time.perf_counter() - t
+    k = max(1, int(0.05 / max(one, 1e-7)))
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < 5 or (time.perf_counter() - start < 1.0 and len(samples) < 40):
+        t = time.perf_counter()
+        for _ in range(k):
+            out = step(state, x)
+            state = out if train else state
+        jax.block_until_ready(out)
+        samples.append((time.perf_counter() - t) / k)
+    print(statistics.median(samples))
+    """
+)
+
+
+def minimal(path: str, name: str, batch: int) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", MINIMAL_LOOP, str(ROOT / path), name, str(batch)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args()
+    results = []
+    with autoplace.SubprocessBackend() as backend:
+        devices = backend.devices()
+        for key in args.cases.split(","):
+            path, name, batch = CASES[key]
+
+            def core() -> autoplace.Measurement:
+                return autoplace.measure(
+                    ROOT / path, workload=name, batch_size=batch, backend=backend,
+                    settings=autoplace.MeasureSettings(deviation=False),
+                )  # fmt: skip
+
+            core()  # build once, so every timed round runs with a warm worker
+            core_steps, minimal_steps, overheads = [], [], []
+            for _ in range(args.rounds):
+                minimal_steps.append(minimal(path, name, batch))
+                m = core()
+                assert m.status == "ok", m.reason
+                core_steps.append(m.step_s)
+                accounted = m.lower_s + m.compile_s + m.first_call_s + m.timing_s
+                overheads.append(m.wall_s - accounted - (m.reference_s or 0.0))
+            ratio = statistics.median(core_steps) / statistics.median(minimal_steps)
+            row = {
+                "case": key,
+                "config": f"batch {batch}, float32",
+                "core_step_s": core_steps,
+                "minimal_step_s": minimal_steps,
+                "ratio_core_to_minimal": ratio,
+                "overhead_s": overheads,
+                "median_overhead_s": statistics.median(overheads),
+            }
+            results.append(row)
+            print(
+                f"{key:9} core {statistics.median(core_steps) * 1e3:8.3f} ms  minimal "
+                f"{statistics.median(minimal_steps) * 1e3:8.3f} ms  ratio {ratio:5.3f}  "
+                f"overhead {row['median_overhead_s']:.3f} s "
+                f"(max {max(overheads):.3f})",
+                flush=True,
+            )
+    hw, sw = fingerprint.hardware(devices), fingerprint.software()
+    stamp = dt.datetime.now(dt.timezone.utc)
+    doc = {
+        "benchmark": "harness",
+        "date": stamp.isoformat(timespec="seconds"),
+        "command": "python benchmarks/harness_benchmark.py " + " ".join(sys.argv[1:]),
+        "machine": {"hardware": hw, "software": sw, "key": fingerprint.hardware_key(hw, sw)},
+        "summary": {
+            "max_abs_ratio_error": max(abs(r["ratio_core_to_minimal"] - 1) for r in results),
+            "median_overhead_s": statistics.median(r["median_overhead_s"] for r in results),
+            "max_median_overhead_s": max(r["median_overhead_s"] for r in results),
+        },
+        "cases": results,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"harness-{doc['machine']['key']}-{stamp:%Y%m%d-%H%M}.json"
+    out.write_text(json.dumps(doc, indent=2))
+    print(f"summary: {json.dumps(doc['summary'])}\nwritten to {out}")
+
+
+if __name__ == "__main__":
+    main()
