@@ -97,11 +97,16 @@ def main() -> None:
         for key in args.cases.split(","):
             path, name, batch = CASES[key]
 
-            def core() -> autoplace.Measurement:
+            def core(
+                path: str = path, name: str = name, batch: int = batch
+            ) -> autoplace.Measurement:
                 return autoplace.measure(
-                    ROOT / path, workload=name, batch_size=batch, backend=backend,
+                    ROOT / path,
+                    workload=name,
+                    batch_size=batch,
+                    backend=backend,
                     settings=autoplace.MeasureSettings(deviation=False),
-                )  # fmt: skip
+                )
 
             core()  # build once, so every timed round runs with a warm worker
             core_steps, minimal_steps, overheads = [], [], []

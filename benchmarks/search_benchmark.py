@@ -69,7 +69,9 @@ def timed_tune(model: Path, workload: str, db: Path, study: str, **kwargs: Any) 
 
 def heuristics(grid: dict[Config, autoplace.Measurement], device: str) -> dict[str, Config]:
     """The three rules of thumb, on the grid's knowledge of what fits."""
-    f32 = {c.batch_size: m for c, m in grid.items() if c.device == device and c.precision == "float32"}
+    f32 = {
+        c.batch_size: m for c, m in grid.items() if c.device == device and c.precision == "float32"
+    }
     width = next(iter(grid)).width
     fits = sorted(b for b, m in f32.items() if m.status == "ok")
     lightning = None
@@ -128,18 +130,26 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
     )
     grid = grid_result.measurements
     device = grid_result.space.devices[0]
-    print(f"   {len(grid)} configurations in {grid_wall:.1f} s; best {grid_result.best.config.label()}")
+    best = grid_result.best.config.label()
+    print(f"   {len(grid)} configurations in {grid_wall:.1f} s; best {best}")
 
     runs = []
     for seed in seeds:
         result, wall = timed_tune(
-            model, workload, tmp / f"{key}-tune-{seed}.db", f"tune-{seed}",
+            model,
+            workload,
+            tmp / f"{key}-tune-{seed}.db",
+            f"tune-{seed}",
             settings=MeasureSettings(seed=seed),
-        )  # fmt: skip
-        runs.append({"seed": seed, "wall_s": wall, "trials": result.new_trials,
-                     "pick": result.best.config})  # fmt: skip
-        print(f"   tune seed {seed}: {result.new_trials} trials, {wall:.1f} s "
-              f"({wall / grid_wall:.0%} of grid), pick {result.best.config.label()}", flush=True)  # fmt: skip
+        )
+        runs.append(
+            {"seed": seed, "wall_s": wall, "trials": result.new_trials, "pick": result.best.config}
+        )
+        print(
+            f"   tune seed {seed}: {result.new_trials} trials, {wall:.1f} s "
+            f"({wall / grid_wall:.0%} of grid), pick {result.best.config.label()}",
+            flush=True,
+        )
 
     rules = heuristics(grid, device)
     chosen: dict[str, Config] = {"grid": grid_result.best.config}
@@ -199,8 +209,12 @@ def main() -> None:
         ]
 
     def flat(key: str) -> list[float]:
-        return [v for r in results for v in (r[key] if isinstance(r[key], list) else [r[key]])
-                if v is not None]  # fmt: skip
+        return [
+            v
+            for r in results
+            for v in (r[key] if isinstance(r[key], list) else [r[key]])
+            if v is not None
+        ]
 
     walls = [t["wall_pct_of_grid"] for r in results for t in r["tune_runs"]]
     summary = {
@@ -223,15 +237,20 @@ def main() -> None:
         "date": stamp.isoformat(timespec="seconds"),
         "command": "python benchmarks/search_benchmark.py " + " ".join(sys.argv[1:]),
         "machine": {"hardware": hw, "software": sw, "key": fingerprint.hardware_key(hw, sw)},
-        "defaults": {"batch_sizes": list(DEFAULT_BATCH_SIZES), "settings": dataclasses.asdict(MeasureSettings())},
+        "defaults": {
+            "batch_sizes": list(DEFAULT_BATCH_SIZES),
+            "settings": dataclasses.asdict(MeasureSettings()),
+        },
         "summary": summary,
         "workloads": results,
-    }  # fmt: skip
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"search-{doc['machine']['key']}-{stamp:%Y%m%d-%H%M}.json"
     out.write_text(json.dumps(doc, indent=2))
-    print("\nworkload   regret (median, max)   tune wall % of grid   trials   speedup vs "
-          "lightning / accelerate / naive (min)")  # fmt: skip
+    print(
+        "\nworkload   regret (median, max)   tune wall % of grid   trials   speedup vs "
+        "lightning / accelerate / naive (min)"
+    )
     for r in results:
         rg = [x for x in r["regret"] if x is not None]
         wp = [t["wall_pct_of_grid"] for t in r["tune_runs"]]
@@ -240,7 +259,7 @@ def main() -> None:
             f"{r['workload']:9}  {statistics.median(rg):6.1%} {max(rg):6.1%}        "
             f"{statistics.median(wp):6.0%}            "
             f"{statistics.median(t['trials'] for t in r['tune_runs']):4.0f}/{r['space_size']:<3}  "
-            f"{sp.get('lightning', 0):.2f}x / {sp.get('accelerate', 0):.2f}x / {sp.get('naive', 0):.2f}x"
+            + " / ".join(f"{sp.get(k, 0):.2f}x" for k in ("lightning", "accelerate", "naive"))
         )
     print(f"\nsummary: {json.dumps(summary, indent=1)}\nwritten to {out}")
 
