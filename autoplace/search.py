@@ -15,9 +15,10 @@ large ones; and arms on one device tend to peak at similar batch sizes. So:
 1. screen: every arm (device, precision, width) is measured at one start batch
    (for throughput, a third of the way down from the largest batch);
 2. climb the leader (the arm with the best score): jumps of two batch steps (x4)
-   while its best is at the edge of what it has measured, then single steps
-   around its best and around any batch within ``noise`` of it;
-3. measure every other arm at the leader's best batch, and refine those within
+   while its *anchor* (the smallest batch scoring within ``noise`` of its best:
+   as good, and cheaper) is at the edge of what it has measured, then single
+   steps around its best;
+3. measure every other arm at the leader's anchor, and refine those within
    ``reach`` of the best the same way; if one overtakes the leader, it leads.
 
 Out-of-memory (``too_big``/``oom``) at a batch rules out larger batches of that
@@ -164,36 +165,40 @@ class Climb:
         if not ranked:
             return None  # nothing ran at any batch size
 
-        def refine(arm: tuple) -> Config | None:
-            """An unmeasured neighbour of the arm's best, or of a batch within noise of it."""
+        def anchor(arm: tuple) -> int:
+            """The smallest batch scoring within noise of the arm's best: as good, and cheaper."""
             _, s_best = best_of(arm)
-            near = [i for i, v in table[arm].items() if objective.gain(s_best, v) <= self.noise]
-            for i in sorted(near, key=lambda i: -sign * table[arm][i]):
+            return min(i for i, v in table[arm].items() if objective.gain(s_best, v) <= self.noise)
+
+        def refine(arm: tuple) -> Config | None:
+            """An unmeasured neighbour of the arm's best (then of its anchor)."""
+            for i in dict.fromkeys((best_of(arm)[0], anchor(arm))):
                 for j in (i + 1, i - 1):
                     if free(arm, j):
                         return cfg(arm, j)
             return None
 
-        # 2. climb the leader: jumps of two batch steps while the best is at the edge
-        #    of what is measured, then refine around the best
+        # 2. climb the leader: jumps of two batch steps while its anchor is at the edge
+        #    of what is measured (up first), then refine around its best
         leader = ranked[0]
-        i_lead, s_lead = best_of(leader)
-        measured = table[leader]
-        if i_lead == max(measured):
-            for j in (i_lead + 2, i_lead + 1):
-                if free(leader, j) and all(k not in measured for k in range(i_lead + 1, j + 1)):
+        s_lead = best_of(leader)[1]
+        measured, i_anchor = table[leader], anchor(leader)
+        if i_anchor == max(measured):
+            for j in (i_anchor + 2, i_anchor + 1):
+                if free(leader, j) and all(k not in measured for k in range(i_anchor + 1, j + 1)):
                     return cfg(leader, j)
-        if i_lead == min(measured):
-            for j in (i_lead - 2, i_lead - 1):
-                if free(leader, j) and all(k not in measured for k in range(j, i_lead)):
+        if i_anchor == min(measured):
+            for j in (i_anchor - 2, i_anchor - 1):
+                if free(leader, j) and all(k not in measured for k in range(j, i_anchor)):
                     return cfg(leader, j)
         step = refine(leader)
         if step is not None:
             return step
-        # 3. the others: try each where the leader peaked; refine those within reach
+        # 3. the others: try each at the leader's anchor; refine those within reach
+        i_anchor = anchor(leader)
         for arm in ranked[1:]:
-            if i_lead not in table[arm] and free(arm, i_lead):
-                return cfg(arm, i_lead)
+            if i_anchor not in table[arm] and free(arm, i_anchor):
+                return cfg(arm, i_anchor)
         for arm in ranked[1:]:
             if objective.gain(s_lead, best_of(arm)[1]) <= self.reach:
                 step = refine(arm)

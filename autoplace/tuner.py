@@ -217,13 +217,13 @@ def _storage_errors(url: str) -> Iterator[None]:
 
 def _history(
     study: Any, stale_after_s: float, since: dt.datetime | None
-) -> tuple[dict[Config, Measurement], frozenset[Config], frozenset[Config]]:
-    """Latest measurement per configuration, those being measured now, and those confirmed."""
+) -> tuple[dict[Config, Measurement], dict[Config, Measurement], frozenset[Config]]:
+    """Latest search and latest confirmation measurement per configuration, and those
+    being measured right now (by this process or another worker)."""
     from optuna.trial import TrialState
 
-    done: dict[Config, tuple[dt.datetime, Measurement]] = {}
+    latest: dict[tuple[str, Config], tuple[dt.datetime, Measurement]] = {}
     pending: set[Config] = set()
-    confirmed: set[Config] = set()
     now = dt.datetime.now()
     for t in study.get_trials(deepcopy=False):
         if set(t.params) < {"device", "batch_size", "precision"}:
@@ -240,11 +240,12 @@ def _history(
         finished = t.datetime_complete or t.datetime_start or now
         if since is not None and finished < since:
             continue
-        if config not in done or finished >= done[config][0]:
-            done[config] = (finished, Measurement.from_dict(data))
-        if t.user_attrs.get("phase") == "confirm":
-            confirmed.add(config)
-    return {c: m for c, (_, m) in done.items()}, frozenset(pending), frozenset(confirmed)
+        key = (t.user_attrs.get("phase", "search"), config)
+        if key not in latest or finished >= latest[key][0]:
+            latest[key] = (finished, Measurement.from_dict(data))
+    searched = {c: m for (phase, c), (_, m) in latest.items() if phase == "search"}
+    confirmed = {c: m for (phase, c), (_, m) in latest.items() if phase == "confirm"}
+    return searched, confirmed, frozenset(pending)
 
 
 # --- the loop ------------------------------------------------------------------------
@@ -299,11 +300,13 @@ def tune(
     if max_memory is not None:
         settings = dataclasses.replace(settings, max_memory=max_memory)
     strategy = strategy or Climb()
+    # The loop the objective rests on gets the search cap; the other one, the minimum.
+    step_cap, fed_cap = (SEARCH_CAP_S, 0.0) if obj.name == "latency" else (0.0, SEARCH_CAP_S)
     search_settings = dataclasses.replace(
         settings,
         deviation=False,
-        time_cap_s=min(settings.time_cap_s, SEARCH_CAP_S),
-        fed_time_cap_s=min(settings.fed_time_cap_s, SEARCH_CAP_S),
+        time_cap_s=min(settings.time_cap_s, step_cap),
+        fed_time_cap_s=min(settings.fed_time_cap_s, fed_cap),
     )
 
     with contextlib.ExitStack() as stack:
@@ -360,9 +363,11 @@ def tune(
         best: Scored | None = None
         while True:
             with _storage_errors(url):
-                known, pending, confirmed = _history(handle, stale_after, since)
-            in_space = {c: m for c, m in known.items() if _in(space, c)}
-            best = _best(in_space, obj)
+                searched, confirmed, pending = _history(handle, stale_after, since)
+            searched = {c: m for c, m in searched.items() if _in(space, c)}
+            confirmed = {c: m for c, m in confirmed.items() if _in(space, c)}
+            in_space = {**searched, **confirmed}  # a confirmation supersedes the search's figures
+            best = _best(in_space, obj, frozenset(confirmed))
             if trials is not None and new_trials >= trials:
                 break
             if timeout is not None and time.monotonic() - started >= timeout:
@@ -372,7 +377,7 @@ def tune(
             config = strategy.propose(space, obj, scores, pending)
             if config is None:
                 phase = "confirm"
-                config = _to_confirm(in_space, obj, confirm, confirmed | pending)
+                config = _to_confirm(searched, obj, confirm, frozenset(confirmed) | pending)
             if config is None:
                 break
             chooser.params = _params(config)
@@ -414,11 +419,14 @@ def tune(
                 in_space[config] = result
                 on_trial(TrialEvent(result, score, _best(in_space, obj), new_trials, trials))
 
-    rows = _per_group(in_space, obj)
+    done = frozenset(confirmed)
+    rows = _per_group(in_space, obj, done)
+    best = rows[0] if rows else None
     document = recommendation_document(
         obj=obj,
         space=space,
         measurements=in_space,
+        confirmed=done,
         rows=rows,
         study_name=name,
         storage_url=url,
@@ -447,10 +455,14 @@ def tune(
 
 
 def _to_confirm(
-    measurements: dict[Config, Measurement], obj: Objective, k: int, done: frozenset[Config]
+    searched: dict[Config, Measurement], obj: Objective, k: int, done: frozenset[Config]
 ) -> Config | None:
-    """The first of the top ``k`` (device, precision) winners not yet confirmed."""
-    for s in _per_group(measurements, obj)[:k]:
+    """The first of the search's top ``k`` (device, precision) winners not yet confirmed.
+
+    Ranked by the search's own measurements, so a confirmation that reshuffles the
+    ranking does not set off more confirmations.
+    """
+    for s in _per_group(searched, obj)[:k]:
         if s.config not in done:
             return s.config
     return None
@@ -465,26 +477,40 @@ def _in(space: Space, c: Config) -> bool:
     )
 
 
-def _scored(measurements: dict[Config, Measurement], obj: Objective) -> list[Scored]:
+def _scored(
+    measurements: dict[Config, Measurement],
+    obj: Objective,
+    confirmed: frozenset[Config] = frozenset(),
+) -> list[Scored]:
+    """Measured configurations, best first; confirmed ones rank before the rest, so a
+    quick search measurement never beats a full one by a lucky draw."""
     out = []
     for m in measurements.values():
         s = obj.score(m) if m.status == "ok" else None
         if s is not None:
             out.append(Scored(m, s))
     sign = -1.0 if obj.direction == "maximize" else 1.0
-    return sorted(out, key=lambda x: sign * x.score)
+    return sorted(out, key=lambda x: (x.config not in confirmed, sign * x.score))
 
 
-def _best(measurements: dict[Config, Measurement], obj: Objective) -> Scored | None:
-    ranked = _scored(measurements, obj)
+def _best(
+    measurements: dict[Config, Measurement],
+    obj: Objective,
+    confirmed: frozenset[Config] = frozenset(),
+) -> Scored | None:
+    ranked = _scored(measurements, obj, confirmed)
     return ranked[0] if ranked else None
 
 
-def _per_group(measurements: dict[Config, Measurement], obj: Objective) -> list[Scored]:
-    """Best configuration of each (device, precision), best first."""
+def _per_group(
+    measurements: dict[Config, Measurement],
+    obj: Objective,
+    confirmed: frozenset[Config] = frozenset(),
+) -> list[Scored]:
+    """Best configuration of each (device, precision), best (and confirmed) first."""
     seen: set[tuple[str, str]] = set()
     rows = []
-    for s in _scored(measurements, obj):
+    for s in _scored(measurements, obj, confirmed):
         key = (s.measurement.device, s.measurement.precision)
         if key not in seen:
             seen.add(key)
@@ -532,6 +558,7 @@ def recommendation_document(
     obj: Objective,
     space: Space,
     measurements: dict[Config, Measurement],
+    confirmed: frozenset[Config],
     rows: list[Scored],
     study_name: str,
     storage_url: str,
@@ -542,7 +569,7 @@ def recommendation_document(
     """The recommendation file's content (see the README for its schema)."""
     from autoplace.recommendation import SCHEMA_VERSION
 
-    ranked = _scored(measurements, obj)
+    ranked = _scored(measurements, obj, confirmed)
     best = ranked[0] if ranked else None
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
