@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from autoplace.config import Config
+from autoplace.errors import BadInputError
 from autoplace.objectives import Objective
 
 #: A configuration's result as the search sees it: a score, or None for a failure.
@@ -208,8 +209,7 @@ class Climb:
 
 
 def strategy_named(name: str) -> Strategy:
-    from autoplace.errors import BadInputError
-
+    """The strategy ``--search NAME`` asks for."""
     if name == "climb":
         return Climb()
     if name == "grid":
