@@ -70,8 +70,15 @@ def _score_text(score: float | None, unit: str) -> str:
 
 @contextlib.contextmanager
 def tune_progress(budget: int | None) -> Iterator[Callable[[Any], None]]:
-    """A progress bar on stderr; yields the callback ``tune`` calls after each trial."""
+    """A progress bar on stderr; yields the callback ``tune`` calls after each trial.
+
+    Only on a terminal: in logs and pipes a live display is noise (and its last
+    refresh would put a blank line before an error message).
+    """
     console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda event: None
+        return
     columns = [
         SpinnerColumn(),
         TextColumn("[bold]{task.completed}[/] measured"),

@@ -216,3 +216,47 @@ def test_entry_point_version() -> None:
     done = _autoplace("--version")
     assert done.returncode == 0
     assert done.stdout.strip().startswith("autoplace ")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--objective", "time-to-finish"], "run length"),
+        (["--search", "tpe"], "unknown search"),
+        (["--max-memory", "lots"], "cannot read size"),
+        (["--batch-sizes", "8..4"], "cannot read batch sizes"),
+        (["--precisions", "fp8"], "unknown precision"),
+        (["--devices", "tpu:0"], "unknown device"),
+    ],
+)
+def test_tune_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    code, out, err = run_cli(
+        capsys, "tune", str(model("tiny_mlp")), "--storage", storage, "--out",
+        str(tmp_path / "a.toml"), *args,
+    )  # fmt: skip
+    assert_one_line_error(code, out, err, fragment)
+
+
+def test_tune_refuses_a_file_that_is_not_a_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "studies.db"
+    bad.write_text("not a database")
+    code, out, err = run_cli(capsys, "tune", str(model("tiny_mlp")), "--storage", str(bad))
+    assert_one_line_error(code, out, err, "not a SQLite database")
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("schema_version = 7\n", "schema version 7"), ("= broken", "not valid TOML")],
+)
+def test_show_damaged_or_future_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, fragment: str
+) -> None:
+    path = tmp_path / "autoplace.toml"
+    path.write_text(text)
+    code, out, err = run_cli(capsys, "show", str(path))
+    assert_one_line_error(code, out, err, fragment)
