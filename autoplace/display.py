@@ -95,11 +95,8 @@ def tune_progress(budget: int | None) -> Iterator[Callable[[Any], None]]:
             best = ""
             if event.best is not None:
                 b = event.best.measurement
-                unit = "samples/s" if event.best.score > 1 else "s"
-                best = (
-                    f"best: {b.device} b={b.batch_size} {b.precision}"
-                    f" ({_score_text(event.best.score, unit if unit != 's' else 's')})"
-                )
+                score = _score_text(event.best.score, event.objective.unit)
+                best = f"best: {b.device} b={b.batch_size} {b.precision} ({score})"
             progress.update(task, completed=event.new_trials, description=f"{best}  {last}")
 
         yield on_trial

@@ -69,7 +69,6 @@ def _require(scheme: str) -> None:
 
 def open_storage(url: str) -> Any:
     """An Optuna storage for ``url``. Raises :class:`StorageError` with the fix on failure."""
-    import optuna
     from optuna.storages import JournalStorage, RDBStorage
     from optuna.storages.journal import JournalFileBackend, JournalRedisBackend
 
@@ -92,7 +91,7 @@ def open_storage(url: str) -> Any:
         return RDBStorage(url, engine_kwargs=_engine_kwargs(scheme))
     except StorageError:
         raise
-    except (optuna.exceptions.StorageInternalError, Exception) as exc:
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise StorageError(
             f"cannot open study storage {shown}: {first}; check the URL, that the server "

@@ -66,6 +66,7 @@ class TrialEvent:
     best: Scored | None
     new_trials: int
     budget: int | None
+    objective: Objective
 
 
 @dataclasses.dataclass(frozen=True)
@@ -417,7 +418,9 @@ def tune(
             new_trials += 1
             if on_trial is not None:
                 in_space[config] = result
-                on_trial(TrialEvent(result, score, _best(in_space, obj), new_trials, trials))
+                done = frozenset(confirmed) | ({config} if phase == "confirm" else set())
+                best = _best(in_space, obj, done)
+                on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
 
     done = frozenset(confirmed)
     rows = _per_group(in_space, obj, done)

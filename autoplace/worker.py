@@ -19,6 +19,7 @@ cost. Tests and debuggers use it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -297,8 +298,6 @@ class SubprocessBackend:
 
 
 def _with(m: Measurement, **changes: Any) -> Measurement:
-    import dataclasses
-
     return dataclasses.replace(m, **changes)
 
 

@@ -172,3 +172,12 @@ def test_tune_measures_a_real_model_end_to_end(env, inproc, fast_settings):
     doc = rec.read(env["out"])
     assert doc["recommendation"]["figures"]["step_s"] > 0
     assert doc["workload"]["sha256"] == result.document["workload"]["sha256"]
+
+
+def test_progress_events_carry_the_objective_and_end_on_the_winner(env):
+    events = []
+    result = run(env, SyntheticBackend(), objective="time-to-finish", steps=100,
+                 on_trial=events.append)  # fmt: skip
+    assert len(events) == result.new_trials
+    assert all(e.objective.name == "time-to-finish" and e.objective.unit == "s" for e in events)
+    assert events[-1].best.config == result.best.config
