@@ -16,6 +16,7 @@ Optuna is imported when :func:`tune` runs, never at ``import autoplace``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
@@ -33,7 +34,7 @@ from autoplace.measurement import Measurement
 from autoplace.objectives import Objective, make_objective
 from autoplace.search import Climb, Space, Strategy
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.storage import default_url, mask_url, normalize_url, storage_at
+from autoplace.storage import close_storage, default_url, mask_url, normalize_url, open_storage
 from autoplace.worker import Backend, SubprocessBackend
 
 #: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
@@ -313,8 +314,13 @@ def tune(
     with contextlib.ExitStack() as stack:
         if backend is None:
             backend = stack.enter_context(SubprocessBackend())
-        mf, info = resolve_workload(backend, model_file, workload)
-        available = backend.devices()
+        # Open the storage (import Optuna, create its tables) while the worker starts.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            opening = pool.submit(open_storage, url)
+            stack.callback(_close_opened, opening)
+            mf, info = resolve_workload(backend, model_file, workload)
+            available = backend.devices()
+        opened = opening.result()
         default_batches = (1,) if obj.name == "latency" else info.batch_sizes or DEFAULT_BATCH_SIZES
         space = build_space(
             devices,
@@ -335,7 +341,7 @@ def tune(
         with _storage_errors(url):
             handle = optuna.create_study(
                 study_name=name,
-                storage=stack.enter_context(storage_at(url)),
+                storage=opened,
                 direction=obj.direction,
                 sampler=chooser,
                 load_if_exists=True,
@@ -455,6 +461,11 @@ def tune(
         out=written,
         document=document,
     )
+
+
+def _close_opened(opening: concurrent.futures.Future) -> None:
+    if opening.done() and opening.exception() is None:
+        close_storage(opening.result())
 
 
 def _to_confirm(
