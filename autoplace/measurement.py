@@ -40,6 +40,9 @@ class Measurement:
     lower_s: float | None = None
     #: XLA compiling the lowered program (persistent cache disabled, so never a hit).
     compile_s: float | None = None
+    #: True when the worker reused the executable it compiled for this configuration
+    #: earlier; ``lower_s`` and ``compile_s`` are then that compile's figures.
+    compile_cached: bool | None = None
     #: The first execution of the compiled step, with its batch already on the device.
     first_call_s: float | None = None
     #: Steady-state time of one step, batch on device: median over timed samples.

@@ -172,11 +172,11 @@ class Climb:
             return min(i for i, v in table[arm].items() if objective.gain(s_best, v) <= self.noise)
 
         def refine(arm: tuple) -> Config | None:
-            """An unmeasured neighbour of the arm's best (then of its anchor)."""
-            for i in dict.fromkeys((best_of(arm)[0], anchor(arm))):
-                for j in (i + 1, i - 1):
-                    if free(arm, j):
-                        return cfg(arm, j)
+            """An unmeasured neighbour of the arm's best."""
+            i = best_of(arm)[0]
+            for j in (i + 1, i - 1):
+                if free(arm, j):
+                    return cfg(arm, j)
             return None
 
         # 2. climb the leader: jumps of two batch steps while its anchor is at the edge

@@ -42,6 +42,8 @@ DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 40
 _ATTR = "measurement"
 #: Time cap of each timed loop while searching; confirmations use the full settings.
 SEARCH_CAP_S = 0.3
+#: A runner-up is confirmed only if the search puts it within this of the confirmed best.
+CONFIRM_REACH = 0.10
 _MAX_INT = 2**40
 
 
@@ -283,9 +285,10 @@ def tune(
     Runs until the search strategy has nothing worth measuring, or ``trials`` new
     measurements, or ``timeout`` seconds (a measurement in flight finishes). The
     search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
-    comparison); then the best configuration of
-    each of the top ``confirm`` (device, precision) pairs is measured again with
-    ``settings`` in full, so the winner and its runner-up are never a lucky draw. A
+    comparison); then the search's best is measured again with ``settings`` in full,
+    and so is the best of each next (device, precision) pair among the top ``confirm``
+    whose search score is within ``CONFIRM_REACH`` of it, so the winner is never a
+    lucky draw. Executables compiled while searching are reused by the worker. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """
@@ -379,12 +382,14 @@ def tune(
                 break
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
-            scores = {c: obj.score(m) if m.status == "ok" else None for c, m in in_space.items()}
+            # The strategy sees the search's quick measurements only: one fidelity, and a
+            # confirmation does not restart the search.
+            scores = {c: obj.score(m) if m.status == "ok" else None for c, m in searched.items()}
             phase = "search"
             config = strategy.propose(space, obj, scores, pending)
             if config is None:
                 phase = "confirm"
-                config = _to_confirm(searched, obj, confirm, frozenset(confirmed) | pending)
+                config = _to_confirm(searched, confirmed, obj, confirm, pending)
             if config is None:
                 break
             chooser.params = _params(config)
@@ -469,15 +474,25 @@ def _close_opened(opening: concurrent.futures.Future) -> None:
 
 
 def _to_confirm(
-    searched: dict[Config, Measurement], obj: Objective, k: int, done: frozenset[Config]
+    searched: dict[Config, Measurement],
+    confirmed: dict[Config, Measurement],
+    obj: Objective,
+    k: int,
+    taken: frozenset[Config],
 ) -> Config | None:
-    """The first of the search's top ``k`` (device, precision) winners not yet confirmed.
+    """The next of the search's top ``k`` (device, precision) winners to confirm.
 
-    Ranked by the search's own measurements, so a confirmation that reshuffles the
-    ranking does not set off more confirmations.
+    The search's winner always; each next one only if its search score is within
+    ``CONFIRM_REACH`` of the best confirmed score (a runner-up further behind cannot
+    overtake, and its quick figures are reported as they are). Ranked by the search's
+    own measurements, so a confirmation that reshuffles the ranking does not set off
+    more confirmations.
     """
+    scored = _per_group(confirmed, obj)
     for s in _per_group(searched, obj)[:k]:
-        if s.config not in done:
+        if s.config in confirmed or s.config in taken:
+            continue
+        if not scored or obj.gain(scored[0].score, s.score) <= CONFIRM_REACH:
             return s.config
     return None
 

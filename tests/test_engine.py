@@ -389,6 +389,34 @@ def test_measuring_a_training_step_twice_reuses_the_build(inproc: InProcessBacke
     assert second.build_s == first.build_s  # cached: the same build, not a new one
 
 
+def test_measuring_a_configuration_again_reuses_its_executable(inproc: InProcessBackend) -> None:
+    settings = dataclasses.replace(FAST, seed=6)
+    first = measure(inproc, "tiny_mlp", width=24, batch_size=4, settings=settings)
+    again = measure(inproc, "tiny_mlp", width=24, batch_size=4, settings=settings)
+    other = measure(inproc, "tiny_mlp", width=24, batch_size=2, settings=settings)
+    assert first.status == again.status == other.status == "ok"
+    assert first.compile_cached is False and other.compile_cached is False
+    assert again.compile_cached is True
+    # the compile's figures are those of the compile that made the executable ...
+    for name in ("lower_s", "compile_s", "first_call_s", "flops", "predicted_bytes"):
+        assert getattr(again, name) == getattr(first, name), name
+    # ... while the steady state is timed anew, without compiling
+    assert again.step_s != first.step_s and again.timing_compiles == 0
+
+
+def test_a_configuration_compiled_again_is_compiled_for_real(inproc: InProcessBackend) -> None:
+    # Once its executable is gone, the same step with the same shapes must be traced,
+    # lowered and compiled again, not served from JAX's caches: the engine checks its
+    # compile counter and would raise if the compile were a cache hit.
+    settings = dataclasses.replace(FAST, seed=7)
+    first = measure(inproc, "tiny_mlp", width=40, settings=settings)
+    inproc._engine._executables.clear()
+    again = measure(inproc, "tiny_mlp", width=40, settings=settings)
+    assert first.status == again.status == "ok", (first.reason, again.reason)
+    assert again.compile_cached is False and again.build_cached is True
+    assert again.compile_s != first.compile_s
+
+
 def test_inference_workload(inproc: InProcessBackend) -> None:
     m = measure(inproc, "tiny_predict", batch_size=4)
     assert m.status == "ok", m.reason

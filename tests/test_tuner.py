@@ -99,17 +99,29 @@ def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
     assert not result.interrupted and len(result.measurements) == 5
 
 
-def test_the_winner_and_runner_up_are_confirmed_with_full_settings(env):
+def test_the_winner_and_a_close_runner_up_are_confirmed_with_full_settings(env):
+    # At batch 8 bfloat16 leads float32 by about 4% in the synthetic model: close enough
+    # for the confirmation to be able to swap them, so both are confirmed.
     backend = SyntheticBackend()
-    result = run(env, backend, strategy=autoplace.Grid(), confirm=2)
+    result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     searched = [r for r in backend.measured if not r.settings.deviation]
     confirmed = [r.config for r in backend.measured if r.settings.deviation]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
     assert confirmed == [s.config for s in result.per_device_precision[:2]]
     assert result.best.config == confirmed[0]
     again = SyntheticBackend()
-    run(env, again, strategy=autoplace.Grid(), confirm=2)
+    run(env, again, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     assert again.measured == []  # resuming confirms nothing twice
+
+
+def test_a_runner_up_far_behind_is_not_confirmed(env):
+    # At batch 128 bfloat16 leads float32 by about 22%: beyond CONFIRM_REACH.
+    backend = SyntheticBackend()
+    result = run(env, backend, strategy=autoplace.Grid(), confirm=2)
+    confirmed = [r.config for r in backend.measured if r.settings.deviation]
+    assert confirmed == [result.best.config]
+    assert result.best.config.precision == "bfloat16" and result.best.config.batch_size == 128
+    assert result.runner_up.config.precision == "float32"  # reported from the search
 
 
 def test_budget_in_trials(env):
