@@ -181,7 +181,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         )
         console.print(
             f"margin over the runner-up ({runner['device']}, {runner['precision']}, batch "
-            f"{runner['batch_size']}): {units.percent(runner['margin'])} vs spread "
+            f"{runner['batch_size']}): {units.percent(runner['margin'])} vs noise "
             f"±{units.percent(runner['noise'])} — {verdict}"
         )
     if result.out:
@@ -220,7 +220,7 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     if runner:
         console.print(
             f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
-            f"{units.percent(runner['margin'])} behind (spread ±{units.percent(runner['noise'])}"
+            f"{units.percent(runner['margin'])} behind (noise ±{units.percent(runner['noise'])}"
             f"{'' if runner['significant'] else ', within noise'})"
         )
     for alt in doc.get("alternatives", []):

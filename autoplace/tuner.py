@@ -20,8 +20,9 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
+import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,11 @@ DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 40
 _ATTR = "measurement"
 #: Time cap of each timed loop while searching; confirmations use the full settings.
 SEARCH_CAP_S = 0.3
-#: A runner-up is confirmed only if the search puts it within this of the confirmed best.
-CONFIRM_REACH = 0.10
+#: Configurations whose search score is within this of the search's best are finalists.
+CONFIRM_REACH = 0.15
+#: Finalists are measured this many times each, interleaved (A B C A B C), so drift
+#: cancels; each round's timed loops get this share of the full settings' time caps.
+CONFIRM_ROUNDS = 2
 _MAX_INT = 2**40
 
 
@@ -53,6 +57,13 @@ class Scored:
 
     measurement: Measurement
     score: float
+    #: For a confirmed configuration, the scores of all its measurements (search and
+    #: confirmation rounds), whose median is ``score``; empty when not confirmed.
+    votes: tuple[float, ...] = ()
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.votes)
 
     @property
     def config(self) -> Config:
@@ -101,10 +112,19 @@ def _spread(m: Measurement, objective: Objective) -> float:
     return value or 0.0
 
 
+def _noise(s: Scored, objective: Objective) -> float:
+    """A score's relative noise: its loop's spread, or, when confirmed, how far its
+    measurements' scores lie apart (relative range), whichever is larger."""
+    spread = _spread(s.measurement, objective)
+    if len(s.votes) >= 2:
+        spread = max(spread, (max(s.votes) - min(s.votes)) / abs(s.score))
+    return spread
+
+
 def margin(objective: Objective, best: Scored, other: Scored) -> dict[str, Any]:
-    """How far ``best`` beats ``other``, next to the noise of both measurements."""
+    """How far ``best`` beats ``other``, next to the noise of both scores."""
     gain = objective.gain(best.score, other.score)
-    noise = max(_spread(best.measurement, objective), _spread(other.measurement, objective))
+    noise = max(_noise(best, objective), _noise(other, objective))
     return {"margin": gain, "noise": noise, "significant": gain > noise}
 
 
@@ -221,12 +241,14 @@ def _storage_errors(url: str) -> Iterator[None]:
 
 def _history(
     study: Any, stale_after_s: float, since: dt.datetime | None
-) -> tuple[dict[Config, Measurement], dict[Config, Measurement], frozenset[Config]]:
-    """Latest search and latest confirmation measurement per configuration, and those
-    being measured right now (by this process or another worker)."""
+) -> tuple[dict[Config, Measurement], dict[Config, list[Measurement]], frozenset[Config]]:
+    """The latest search measurement per configuration, every confirmation round per
+    configuration (oldest first), and the configurations being measured right now (by
+    this process or another worker)."""
     from optuna.trial import TrialState
 
-    latest: dict[tuple[str, Config], tuple[dt.datetime, Measurement]] = {}
+    latest: dict[Config, tuple[dt.datetime, Measurement]] = {}
+    rounds: dict[Config, list[tuple[dt.datetime, Measurement]]] = {}
     pending: set[Config] = set()
     now = dt.datetime.now()
     for t in study.get_trials(deepcopy=False):
@@ -244,12 +266,39 @@ def _history(
         finished = t.datetime_complete or t.datetime_start or now
         if since is not None and finished < since:
             continue
-        key = (t.user_attrs.get("phase", "search"), config)
-        if key not in latest or finished >= latest[key][0]:
-            latest[key] = (finished, Measurement.from_dict(data))
-    searched = {c: m for (phase, c), (_, m) in latest.items() if phase == "search"}
-    confirmed = {c: m for (phase, c), (_, m) in latest.items() if phase == "confirm"}
+        if t.user_attrs.get("phase", "search") == "confirm":
+            rounds.setdefault(config, []).append((finished, Measurement.from_dict(data)))
+        elif config not in latest or finished >= latest[config][0]:
+            latest[config] = (finished, Measurement.from_dict(data))
+    searched = {c: m for c, (_, m) in latest.items()}
+    confirmed = {c: [m for _, m in sorted(ms, key=lambda x: x[0])] for c, ms in rounds.items()}
     return searched, confirmed, frozenset(pending)
+
+
+def _standings(
+    searched: dict[Config, Measurement], confirmed: dict[Config, list[Measurement]], obj: Objective
+) -> tuple[dict[Config, Measurement], dict[Config, Scored]]:
+    """Every configuration's figures, and the verdict on each confirmed one.
+
+    A confirmed configuration's score is the median of all its measurements (the
+    search's and each confirmation round's); its figures are those of the
+    confirmation round whose score is nearest that median: a real measurement.
+    """
+    figures = dict(searched)
+    verdicts: dict[Config, Scored] = {}
+    for c, ms in confirmed.items():
+        ok = [m for m in ms if m.status == "ok"]
+        if not ok:
+            figures[c] = ms[-1]
+            continue
+        votes = [obj.score(m) for m in ok]
+        if c in searched and searched[c].status == "ok":
+            votes.append(obj.score(searched[c]))
+        score = statistics.median(votes)
+        chosen = min(ok, key=lambda m: abs(obj.score(m) - score))
+        figures[c] = chosen
+        verdicts[c] = Scored(chosen, score, tuple(votes))
+    return figures, verdicts
 
 
 # --- the loop ------------------------------------------------------------------------
@@ -274,7 +323,7 @@ def tune(
     out: str | Path | None = "autoplace.toml",
     max_memory: int | None = None,
     remeasure: bool = False,
-    confirm: int = 2,
+    confirm: int = 3,
     strategy: Strategy | None = None,
     settings: MeasureSettings | None = None,
     backend: Backend | None = None,
@@ -285,10 +334,11 @@ def tune(
     Runs until the search strategy has nothing worth measuring, or ``trials`` new
     measurements, or ``timeout`` seconds (a measurement in flight finishes). The
     search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
-    comparison); then the search's best is measured again with ``settings`` in full,
-    and so is the best of each next (device, precision) pair among the top ``confirm``
-    whose search score is within ``CONFIRM_REACH`` of it, so the winner is never a
-    lucky draw. Executables compiled while searching are reused by the worker. A
+    comparison); then up to ``confirm`` finalists (the search's best, and the next
+    ones within ``CONFIRM_REACH`` of it) are measured again ``CONFIRM_ROUNDS`` times
+    each, interleaved, with ``settings`` (its time caps shared among the rounds), and
+    ranked by the median of all their measurements, so the winner is never a lucky
+    draw nor a victim of drift. Executables compiled while searching are reused. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """
@@ -312,6 +362,11 @@ def tune(
         deviation=False,
         time_cap_s=min(settings.time_cap_s, step_cap),
         fed_time_cap_s=min(settings.fed_time_cap_s, fed_cap),
+    )
+    confirm_settings = dataclasses.replace(
+        settings,
+        time_cap_s=settings.time_cap_s / CONFIRM_ROUNDS,
+        fed_time_cap_s=settings.fed_time_cap_s / CONFIRM_ROUNDS,
     )
 
     with contextlib.ExitStack() as stack:
@@ -375,9 +430,9 @@ def tune(
             with _storage_errors(url):
                 searched, confirmed, pending = _history(handle, stale_after, since)
             searched = {c: m for c, m in searched.items() if _in(space, c)}
-            confirmed = {c: m for c, m in confirmed.items() if _in(space, c)}
-            in_space = {**searched, **confirmed}  # a confirmation supersedes the search's figures
-            best = _best(in_space, obj, frozenset(confirmed))
+            confirmed = {c: ms for c, ms in confirmed.items() if _in(space, c)}
+            in_space, verdicts = _standings(searched, confirmed, obj)
+            best = _best(in_space, obj, verdicts)
             if trials is not None and new_trials >= trials:
                 break
             if timeout is not None and time.monotonic() - started >= timeout:
@@ -389,7 +444,7 @@ def tune(
             config = strategy.propose(space, obj, scores, pending)
             if config is None:
                 phase = "confirm"
-                config = _to_confirm(searched, confirmed, obj, confirm, pending)
+                config = _next_round(searched, confirmed, obj, confirm, pending)
             if config is None:
                 break
             chooser.params = _params(config)
@@ -402,7 +457,7 @@ def tune(
                 sha256=mf.sha256,
                 workload=info.name,
                 config=config,
-                settings=settings if phase == "confirm" else search_settings,
+                settings=confirm_settings if phase == "confirm" else search_settings,
             )
             try:
                 result = backend.measure(request)
@@ -428,19 +483,21 @@ def tune(
                     handle.tell(trial, state=optuna.trial.TrialState.FAIL)
             new_trials += 1
             if on_trial is not None:
-                in_space[config] = result
-                done = frozenset(confirmed) | ({config} if phase == "confirm" else set())
-                best = _best(in_space, obj, done)
+                if phase == "confirm":
+                    confirmed[config] = [*confirmed.get(config, []), result]
+                else:
+                    searched[config] = result
+                in_space, verdicts = _standings(searched, confirmed, obj)
+                best = _best(in_space, obj, verdicts)
                 on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
 
-    done = frozenset(confirmed)
-    rows = _per_group(in_space, obj, done)
+    rows = _per_group(in_space, obj, verdicts)
     best = rows[0] if rows else None
     document = recommendation_document(
         obj=obj,
         space=space,
         measurements=in_space,
-        confirmed=done,
+        verdicts=verdicts,
         rows=rows,
         study_name=name,
         storage_url=url,
@@ -473,27 +530,37 @@ def _close_opened(opening: concurrent.futures.Future) -> None:
         close_storage(opening.result())
 
 
-def _to_confirm(
+def _finalists(searched: dict[Config, Measurement], obj: Objective, k: int) -> list[Config]:
+    """Up to ``k`` configurations the search puts within ``CONFIRM_REACH`` of its best,
+    best first; one slot goes to the best of another (device, precision) if one is close."""
+    ranked = _scored(searched, obj)
+    close = [s for s in ranked if obj.gain(ranked[0].score, s.score) <= CONFIRM_REACH]
+    chosen = close[:k]
+    if chosen and k >= 2:
+        group = _group(chosen[0])
+        other = next((s for s in close if _group(s) != group), None)
+        if other is not None and other not in chosen:
+            chosen[-1] = other
+    return [s.config for s in chosen]
+
+
+def _next_round(
     searched: dict[Config, Measurement],
-    confirmed: dict[Config, Measurement],
+    confirmed: dict[Config, list[Measurement]],
     obj: Objective,
     k: int,
     taken: frozenset[Config],
 ) -> Config | None:
-    """The next of the search's top ``k`` (device, precision) winners to confirm.
+    """The next confirmation: finalists in turn, round after round (A B C A B C).
 
-    The search's winner always; each next one only if its search score is within
-    ``CONFIRM_REACH`` of the best confirmed score (a runner-up further behind cannot
-    overtake, and its quick figures are reported as they are). Ranked by the search's
-    own measurements, so a confirmation that reshuffles the ranking does not set off
-    more confirmations.
+    Finalists are chosen on the search's own measurements, so a confirmation that
+    reshuffles the ranking does not set off more confirmations.
     """
-    scored = _per_group(confirmed, obj)
-    for s in _per_group(searched, obj)[:k]:
-        if s.config in confirmed or s.config in taken:
-            continue
-        if not scored or obj.gain(scored[0].score, s.score) <= CONFIRM_REACH:
-            return s.config
+    finalists = _finalists(searched, obj, k)
+    for r in range(1, CONFIRM_ROUNDS + 1):
+        for c in finalists:
+            if len(confirmed.get(c, ())) < r and c not in taken:
+                return c
     return None
 
 
@@ -506,43 +573,49 @@ def _in(space: Space, c: Config) -> bool:
     )
 
 
+def _group(s: Scored) -> tuple[str, str]:
+    return (s.measurement.device, s.measurement.precision)
+
+
 def _scored(
     measurements: dict[Config, Measurement],
     obj: Objective,
-    confirmed: frozenset[Config] = frozenset(),
+    verdicts: Mapping[Config, Scored] | None = None,
 ) -> list[Scored]:
-    """Measured configurations, best first; confirmed ones rank before the rest, so a
-    quick search measurement never beats a full one by a lucky draw."""
+    """Measured configurations, best first. Confirmed ones (in ``verdicts``) carry their
+    confirmed score and rank before the rest, so a quick search measurement never
+    beats a confirmed one by a lucky draw."""
+    verdicts = verdicts or {}
     out = []
-    for m in measurements.values():
-        s = obj.score(m) if m.status == "ok" else None
-        if s is not None:
-            out.append(Scored(m, s))
+    for c, m in measurements.items():
+        if c in verdicts:
+            out.append(verdicts[c])
+        elif m.status == "ok":
+            out.append(Scored(m, obj.score(m)))
     sign = -1.0 if obj.direction == "maximize" else 1.0
-    return sorted(out, key=lambda x: (x.config not in confirmed, sign * x.score))
+    return sorted(out, key=lambda x: (not x.confirmed, sign * x.score))
 
 
 def _best(
     measurements: dict[Config, Measurement],
     obj: Objective,
-    confirmed: frozenset[Config] = frozenset(),
+    verdicts: Mapping[Config, Scored] | None = None,
 ) -> Scored | None:
-    ranked = _scored(measurements, obj, confirmed)
+    ranked = _scored(measurements, obj, verdicts)
     return ranked[0] if ranked else None
 
 
 def _per_group(
     measurements: dict[Config, Measurement],
     obj: Objective,
-    confirmed: frozenset[Config] = frozenset(),
+    verdicts: Mapping[Config, Scored] | None = None,
 ) -> list[Scored]:
     """Best configuration of each (device, precision), best (and confirmed) first."""
     seen: set[tuple[str, str]] = set()
     rows = []
-    for s in _scored(measurements, obj, confirmed):
-        key = (s.measurement.device, s.measurement.precision)
-        if key not in seen:
-            seen.add(key)
+    for s in _scored(measurements, obj, verdicts):
+        if _group(s) not in seen:
+            seen.add(_group(s))
             rows.append(s)
     return rows
 
@@ -554,6 +627,7 @@ def _figures(s: Scored) -> dict[str, Any]:
     m = s.measurement
     return {
         "score": s.score,
+        "score_votes": list(s.votes),
         "step_s": m.step_s,
         "step_spread": m.step_spread,
         "fed_step_s": m.fed_step_s,
@@ -578,6 +652,7 @@ def _placement(s: Scored) -> dict[str, Any]:
         "batch_size": m.batch_size,
         "precision": m.precision,
         "width": m.width,
+        "confirmed": s.confirmed,
         "figures": _figures(s),
     }
 
@@ -587,7 +662,7 @@ def recommendation_document(
     obj: Objective,
     space: Space,
     measurements: dict[Config, Measurement],
-    confirmed: frozenset[Config],
+    verdicts: Mapping[Config, Scored],
     rows: list[Scored],
     study_name: str,
     storage_url: str,
@@ -598,7 +673,7 @@ def recommendation_document(
     """The recommendation file's content (see the README for its schema)."""
     from autoplace.recommendation import SCHEMA_VERSION
 
-    ranked = _scored(measurements, obj, confirmed)
+    ranked = _scored(measurements, obj, verdicts)
     best = ranked[0] if ranked else None
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

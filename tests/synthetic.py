@@ -32,7 +32,8 @@ class SyntheticBackend:
 
     ``fail`` maps a config predicate to a (status, reason) result; ``memory_limit``
     makes batches above it ``too_big``; ``interrupt_at`` raises KeyboardInterrupt on
-    that (1-based) measurement.
+    that (1-based) measurement; ``slowdown`` multiplies a request's step times (a
+    lucky or unlucky draw).
     """
 
     def __init__(
@@ -41,11 +42,13 @@ class SyntheticBackend:
         fail: Callable[[MeasureRequest], tuple[str, str] | None] | None = None,
         memory_limit: int | None = None,
         interrupt_at: int | None = None,
+        slowdown: Callable[[MeasureRequest], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
         self._memory_limit = memory_limit
         self._interrupt_at = interrupt_at
+        self._slowdown = slowdown
         self.measured: list[MeasureRequest] = []
 
     def devices(self) -> list[DeviceInfo]:
@@ -78,6 +81,8 @@ class SyntheticBackend:
         # Deterministic jitter of +-1% so ties are broken the same way every run.
         jitter = int(hashlib.sha1(c.label().encode()).hexdigest()[:4], 16) / 65535 * 0.02 - 0.01
         t *= 1 + jitter
+        if self._slowdown is not None:
+            t *= self._slowdown(request)
         return Measurement(
             status="ok",
             reason="",

@@ -99,8 +99,14 @@ def test_time_steps_respects_max_samples() -> None:
 def test_time_steps_stops_at_the_time_cap_after_three_chunks() -> None:
     chunks = _FakeChunks([1e-3, 2e-3])
     settings = MeasureSettings(min_samples=5, max_samples=40)
-    _, _, n = time_steps(chunks, 1e-3, settings, cap_s=0.0)
+    _, _, n = time_steps(chunks, 1e-3, settings, cap_s=1e-9)
     assert n == 3
+
+
+def test_time_steps_with_no_time_times_one_chunk() -> None:
+    chunks = _FakeChunks([1e-3, 2e-3])
+    median, spread, n = time_steps(chunks, 1e-3, MeasureSettings(min_samples=5), cap_s=0.0)
+    assert n == 1 and spread == 0.0 and median == pytest.approx(1e-3)
 
 
 def test_time_steps_chunk_size_follows_the_guess() -> None:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import statistics
+
 import optuna
 import pytest
 from conftest import model
 from synthetic import SyntheticBackend
 
 import autoplace
-from autoplace import BadInputError
+from autoplace import BadInputError, tuner
 from autoplace import recommendation as rec
 from autoplace.storage import storage_at
 
@@ -99,29 +101,55 @@ def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
     assert not result.interrupted and len(result.measurements) == 5
 
 
-def test_the_winner_and_a_close_runner_up_are_confirmed_with_full_settings(env):
-    # At batch 8 bfloat16 leads float32 by about 4% in the synthetic model: close enough
-    # for the confirmation to be able to swap them, so both are confirmed.
+def confirmations(backend):
+    return [r for r in backend.measured if r.settings.deviation]
+
+
+def test_finalists_are_confirmed_in_interleaved_rounds(env):
+    # At batch 8 bfloat16 leads float32 by about 4% in the synthetic model: both are
+    # finalists, measured again in turn, A B A B, with the full settings' float32
+    # comparison and their time caps shared among the rounds.
     backend = SyntheticBackend()
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     searched = [r for r in backend.measured if not r.settings.deviation]
-    confirmed = [r.config for r in backend.measured if r.settings.deviation]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
-    assert confirmed == [s.config for s in result.per_device_precision[:2]]
-    assert result.best.config == confirmed[0]
+    top = [s.config for s in result.per_device_precision[:2]]
+    assert [r.config for r in confirmations(backend)] == top + top
+    full = autoplace.MeasureSettings()
+    for r in confirmations(backend):
+        assert r.settings.fed_time_cap_s == full.fed_time_cap_s / tuner.CONFIRM_ROUNDS
+    best = result.best
+    assert best.confirmed and len(best.votes) == 1 + tuner.CONFIRM_ROUNDS
+    assert best.score == statistics.median(best.votes)
+    assert rec.read(env["out"])["recommendation"]["confirmed"] is True
     again = SyntheticBackend()
     run(env, again, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     assert again.measured == []  # resuming confirms nothing twice
 
 
-def test_a_runner_up_far_behind_is_not_confirmed(env):
-    # At batch 128 bfloat16 leads float32 by about 22%: beyond CONFIRM_REACH.
+def test_confirmation_overturns_a_lucky_search_draw(env):
+    # float32 draws 10% fast in the search only, so the search ranks it first; the
+    # confirmation rounds measure it as it is, and bfloat16 wins.
+    def lucky(request):
+        search = not request.settings.deviation
+        return 0.9 if search and request.config.precision == "float32" else 1.0
+
+    backend = SyntheticBackend(slowdown=lucky)
+    result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
+    assert confirmations(backend)[0].config.precision == "float32"  # the search's best
+    assert result.best.config.precision == "bfloat16" and result.best.confirmed
+    assert result.runner_up.config.precision == "float32" and result.runner_up.confirmed
+
+
+def test_a_configuration_far_behind_is_not_a_finalist(env):
+    # At batch 128 bfloat16 leads everything else by more than CONFIRM_REACH.
     backend = SyntheticBackend()
-    result = run(env, backend, strategy=autoplace.Grid(), confirm=2)
-    confirmed = [r.config for r in backend.measured if r.settings.deviation]
-    assert confirmed == [result.best.config]
-    assert result.best.config.precision == "bfloat16" and result.best.config.batch_size == 128
-    assert result.runner_up.config.precision == "float32"  # reported from the search
+    result = run(env, backend, strategy=autoplace.Grid(), confirm=3)
+    assert [r.config for r in confirmations(backend)] == [result.best.config] * 2
+    assert (result.best.config.precision, result.best.config.batch_size) == ("bfloat16", 128)
+    runner_up = result.runner_up
+    assert runner_up.config.precision == "float32" and not runner_up.confirmed
+    assert rec.read(env["out"])["recommendation"]["runner_up"]["confirmed"] is False
 
 
 def test_budget_in_trials(env):
@@ -193,3 +221,17 @@ def test_progress_events_carry_the_objective_and_end_on_the_winner(env):
     assert len(events) == result.new_trials
     assert all(e.objective.name == "time-to-finish" and e.objective.unit == "s" for e in events)
     assert events[-1].best.config == result.best.config
+
+
+def test_the_margin_counts_how_far_a_confirmed_scores_votes_lie_apart():
+    objective = autoplace.make_objective("throughput")
+    m = autoplace.Measurement(
+        "ok", "", "cpu:0", 8, "float32", None, fed_step_s=1.0, fed_step_spread=0.01
+    )
+    best = tuner.Scored(m, 110.0, votes=(100.0, 110.0, 122.0))
+    other = tuner.Scored(m, 100.0)
+    found = tuner.margin(objective, best, other)
+    assert found["margin"] == pytest.approx(0.10)
+    assert found["noise"] == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
+    assert found["significant"] is False
+    assert tuner.margin(objective, tuner.Scored(m, 110.0), other)["significant"] is True
