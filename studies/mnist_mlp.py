@@ -6,6 +6,8 @@ Both train with SGD + momentum on synthetic 28x28 images (the shapes are what
 matter for timing; no data set is downloaded).
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,14 +15,17 @@ import numpy as np
 import autoplace
 
 
+def normal(rng, shape, scale, dtype):
+    """Weights drawn on the host: jax.random would compile one eager op per shape, seconds
+    of start-up that have nothing to do with the step being placed."""
+    return jnp.asarray(rng.standard_normal(shape, dtype=np.float32) * scale, dtype=dtype)
+
+
 def _mlp(sizes, dtype):
-    keys = jax.random.split(jax.random.PRNGKey(0), len(sizes) - 1)
+    rng = np.random.default_rng(0)
     params = [
-        (
-            (jax.random.normal(k, (n_in, n_out)) * jnp.sqrt(2.0 / n_in)).astype(dtype),
-            jnp.zeros((n_out,), dtype),
-        )
-        for k, n_in, n_out in zip(keys, sizes[:-1], sizes[1:], strict=True)
+        (normal(rng, (n_in, n_out), np.sqrt(2.0 / n_in), dtype), jnp.zeros((n_out,), dtype))
+        for n_in, n_out in itertools.pairwise(sizes)
     ]
     momentum = jax.tree.map(jnp.zeros_like, params)
 

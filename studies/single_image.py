@@ -8,24 +8,30 @@ though other sizes can be measured to see what batching would buy.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import autoplace
 
 IMAGE = 96
 
 
+def normal(rng, shape, scale, dtype):
+    """Weights drawn on the host: jax.random would compile one eager op per shape, seconds
+    of start-up that have nothing to do with the step being placed."""
+    return jnp.asarray(rng.standard_normal(shape, dtype=np.float32) * scale, dtype=dtype)
+
+
 @autoplace.workload(widths=(8, 16, 32), default_width=16, batch_sizes=(1, 2, 4, 8, 16, 32, 64))
 def classify(width, dtype):
     """Inference on one image (batch of 1): 4 strided conv layers -> 1000 class probabilities."""
-    keys = jax.random.split(jax.random.PRNGKey(0), 5)
+    rng = np.random.default_rng(0)
     convs = []
     c_in = 3
-    for i, k in enumerate(keys[:4]):
+    for i in range(4):
         c_out = width * 2**i
-        w = jax.random.normal(k, (3, 3, c_in, c_out)) * jnp.sqrt(2.0 / (9 * c_in))
-        convs.append(w.astype(dtype))
+        convs.append(normal(rng, (3, 3, c_in, c_out), np.sqrt(2.0 / (9 * c_in)), dtype))
         c_in = c_out
-    head = (jax.random.normal(keys[4], (c_in, 1000)) / jnp.sqrt(c_in)).astype(dtype)
+    head = normal(rng, (c_in, 1000), 1 / np.sqrt(c_in), dtype)
     params = {"convs": convs, "head": head}
 
     def predict(params, images):
