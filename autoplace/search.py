@@ -14,10 +14,12 @@ large ones; and arms on one device tend to peak at similar batch sizes. So:
 
 1. screen: every arm (device, precision, width) is measured at one start batch
    (for throughput, a third of the way down from the largest batch);
-2. climb the leader (the arm with the best score): jumps of two batch steps (x4)
-   while its *anchor* (the smallest batch scoring within ``noise`` of its best:
-   as good, and cheaper) is at the edge of what it has measured, then single
-   steps around its best;
+2. climb the leader (the arm with the best score): bracket its best with a jump
+   of two batch steps (x4) each way, jump on while its *anchor* (the smallest
+   batch scoring within ``noise`` of its best: as good, and cheaper) is at the
+   edge of what it has measured, then single steps around its best, and down in
+   single steps while its smallest measured batch is within ``sweep`` of its best
+   (cheap, and a CPU can peak again at a batch small enough for its caches);
 3. measure every other arm at the leader's anchor, and refine those within
    ``reach`` of the best the same way; if one overtakes the leader, it leads.
 
@@ -107,11 +109,14 @@ class Climb:
         noise: relative score difference treated as measurement noise.
         reach: an arm whose score at the leader's best batch is further than this
             behind the best is not refined.
+        sweep: the leader is measured at ever smaller batches while its smallest
+            measured batch scores within this of its best.
     """
 
     start_batch: int | None = None
     noise: float = 0.05
     reach: float = 0.10
+    sweep: float = 0.50
 
     def _start(self, batches: tuple[int, ...], objective: Objective) -> int:
         if self.start_batch is not None:
@@ -179,11 +184,20 @@ class Climb:
                     return cfg(arm, j)
             return None
 
-        # 2. climb the leader: jumps of two batch steps while its anchor is at the edge
-        #    of what is measured (up first), then refine around its best
+        # 2. climb the leader: bracket its best (a jump of two batch steps each way, up
+        #    first), jump on while its anchor is at the edge of what is measured, then
+        #    refine around its best. The bracket looks below a best that was climbed to:
+        #    on a CPU a small batch can win again once it fits in cache.
         leader = ranked[0]
-        s_lead = best_of(leader)[1]
+        i_best, s_lead = best_of(leader)
         measured, i_anchor = table[leader], anchor(leader)
+        for seen, jumps in (
+            (max(measured) > i_best, (i_best + 2, i_best + 1)),
+            (min(measured) < i_best, (i_best - 2, i_best - 1)),
+        ):
+            j = next((j for j in jumps if free(leader, j)), None)
+            if not seen and j is not None:
+                return cfg(leader, j)
         if i_anchor == max(measured):
             for j in (i_anchor + 2, i_anchor + 1):
                 if free(leader, j) and all(k not in measured for k in range(i_anchor + 1, j + 1)):
@@ -195,6 +209,12 @@ class Climb:
         step = refine(leader)
         if step is not None:
             return step
+        #    then sweep down in single steps while the smallest batch measured still
+        #    scores within ``sweep`` of the best: small batches are cheap to measure,
+        #    and a dip there does not prove that smaller ones lose
+        i_low = min(measured)
+        if objective.gain(s_lead, measured[i_low]) <= self.sweep and free(leader, i_low - 1):
+            return cfg(leader, i_low - 1)
         # 3. the others: try each at the leader's anchor; refine those within reach
         i_anchor = anchor(leader)
         for arm in ranked[1:]:

@@ -85,3 +85,32 @@ def test_strategy_by_name():
 
     with pytest.raises(BadInputError):
         strategy_named("tpe")
+
+
+def drive(strategy, space, objective, score):
+    """Run a strategy against a score function of the configuration; return the scores."""
+    scores: dict[Config, float | None] = {}
+    while (c := strategy.propose(space, objective, scores, frozenset())) is not None:
+        assert c not in scores, f"{c} proposed twice"
+        scores[c] = score(c)
+    return scores
+
+
+def test_climb_finds_a_small_batch_peak_behind_a_dip():
+    # Throughput as VGG showed it on a 2-core CPU: a peak at batch 4, a dip at 8 to 16,
+    # and a lower plateau at 64 to 256. The screen (batch 32) and the climb up find the
+    # plateau; the sweep down past the dip must find the peak.
+    curve = {1: 1.0, 2: 1.1, 4: 1.6, 8: 1.2, 16: 1.15, 32: 1.25, 64: 1.35, 128: 1.4, 256: 1.35}
+    space = Space(("cpu:0",), tuple(curve), ("float32", "bfloat16"), (None,))
+    scores = drive(Climb(), space, throughput(), lambda c: curve[c.batch_size])
+    best = max(scores, key=lambda c: scores[c])
+    assert best.batch_size == 4
+    assert len(scores) <= 0.75 * len(space)
+
+
+def test_climb_stops_sweeping_down_where_throughput_collapses():
+    # Throughput proportional to the batch: the sweep stops at the first small batch.
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    scores = drive(Climb(), space, throughput(), lambda c: float(c.batch_size))
+    assert min(c.batch_size for c in scores) >= 64
+    assert max(scores, key=lambda c: scores[c]).batch_size == 4096
