@@ -167,9 +167,11 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         return
     b = result.best.measurement
     width = "" if b.width is None else f", width {b.width}"
+    votes = len(result.best.votes)
     console.print(
         f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
         f"{_score_text(result.best.score, obj.unit)}"
+        + (f" (median of {votes} measurements)" if votes else " (search only, not confirmed)")
     )
     rec = result.document.get("recommendation", {})
     runner = rec.get("runner_up")
@@ -183,6 +185,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
             f"margin over the runner-up ({runner['device']}, {runner['precision']}, batch "
             f"{runner['batch_size']}): {units.percent(runner['margin'])} vs noise "
             f"±{units.percent(runner['noise'])} — {verdict}"
+            + ("" if runner.get("confirmed", True) else " (its search figures, not confirmed)")
         )
     if result.out:
         console.print(f"recommendation written to [bold]{result.out}[/]")
@@ -203,8 +206,10 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     table = Table(show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
+    votes = fig.get("score_votes") or []
+    basis = f" (median of {len(votes)} measurements)" if votes else " (search only)"
     for label, value in (
-        ("score", _score_text(fig.get("score"), obj.get("unit", ""))),
+        ("score", _score_text(fig.get("score"), obj.get("unit", "")) + basis),
         ("steady step", units.seconds(fig.get("step_s"))),
         ("spread", units.percent(fig.get("step_spread"))),
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),
@@ -221,7 +226,8 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
         console.print(
             f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
             f"{units.percent(runner['margin'])} behind (noise ±{units.percent(runner['noise'])}"
-            f"{'' if runner['significant'] else ', within noise'})"
+            f"{'' if runner['significant'] else ', within noise'}"
+            f"{'' if runner.get('confirmed', True) else '; search figures, not confirmed'})"
         )
     for alt in doc.get("alternatives", []):
         console.print(

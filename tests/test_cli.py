@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import line_of, model
+from synthetic import SyntheticBackend
 
+import autoplace
 from autoplace.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -260,3 +262,27 @@ def test_show_damaged_or_future_file(
     path.write_text(text)
     code, out, err = run_cli(capsys, "show", str(path))
     assert_one_line_error(code, out, err, fragment)
+
+
+def test_show_says_what_the_scores_rest_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "autoplace.toml"
+    model_file = tmp_path / "model.py"
+    model_file.write_text("# synthetic\n")
+    autoplace.tune(
+        model_file,
+        batch_sizes=(8, 16, 32, 64, 128),
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        out=out_file,
+        strategy=autoplace.Grid(),
+        backend=SyntheticBackend(),
+    )
+    code, out, err = run_cli(capsys, "show", str(out_file))
+    assert code == 0, err
+    text = " ".join(out.split())  # undo rich's wrapping
+    assert "run on cpu:0 (cpu), batch 128, bfloat16" in text
+    assert "(median of 3 measurements)" in text
+    # the runner-up (float32) is far behind, so it kept its search figures
+    assert "runner-up: cpu:0 float32 batch 128" in text
+    assert "search figures, not confirmed" in text
