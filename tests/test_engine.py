@@ -383,6 +383,17 @@ def test_deviation_compares_outputs_on_the_same_batch() -> None:
     assert 0.0 < m.deviation_vs_float32 < 0.1
 
 
+def test_deviation_from_a_reused_float32_executable_is_the_same() -> None:
+    # With the float32 executable of the configuration in the worker, the reference
+    # runs on it instead of compiling the step again; the result must not change.
+    seeded = dataclasses.replace(FAST, seed=3)
+    warm = InProcessBackend()
+    measure(warm, "tiny_mlp", precision="float32")  # seed 0: its output is no reference here
+    reused = measure(warm, "tiny_mlp", precision="bfloat16", settings=seeded)
+    fresh = measure(InProcessBackend(), "tiny_mlp", precision="bfloat16", settings=seeded)
+    assert reused.deviation_vs_float32 == pytest.approx(fresh.deviation_vs_float32, rel=1e-6)
+
+
 # --- the build cache and donation -----------------------------------------------------------
 
 
