@@ -557,8 +557,7 @@ def _next_round(
     reshuffles the ranking does not set off more confirmations.
     """
     finalists = _finalists(searched, obj, k)
-    rounds = CONFIRM_ROUNDS if len(finalists) > 1 else 1  # a lone finalist has no rival
-    for r in range(1, rounds + 1):
+    for r in range(1, CONFIRM_ROUNDS + 1):
         for c in finalists:
             if len(confirmed.get(c, ())) < r and c not in taken:
                 return c
