@@ -392,9 +392,7 @@ class Engine:
         configuration again (a confirmation, a re-measurement) reuses the executable
         and reports the figures of the compile that made it, with ``compile_cached``.
         """
-        config = request.config
-        key = (request.model_file, request.sha256, request.workload, width, config.precision)
-        key += (config.batch_size, config.device)
+        key = _executable_key(request, width, request.config.precision)
         hit = self._executables.get(key)
         fig["compile_cached"] = hit is not None
         if hit is None:
@@ -453,8 +451,7 @@ class Engine:
             host = self._host_batch(workload, config.batch_size, request.settings.seed, path)
             # The float32 executable of this configuration, if the worker has it: the
             # same program, without compiling it again.
-            f32 = (request.model_file, request.sha256, request.workload, width, "float32")
-            cached = self._executables.get((*f32, config.batch_size, config.device))
+            cached = self._executables.get(_executable_key(request, width, "float32"))
             step = cached[0] if cached is not None else jax.jit(workload.step)
             with user_phase("running the float32 reference", path):
                 state = jax.device_put(workload.state, device, may_alias=False)
@@ -467,6 +464,13 @@ class Engine:
         self._references.move_to_end(key)
         while len(self._references) > 8:
             self._references.popitem(last=False)
+
+
+def _executable_key(request: MeasureRequest, width: int | None, precision: str) -> tuple:
+    """What a compiled step depends on: the workload, its width and precision, the batch
+    size and the device."""
+    r, c = request, request.config
+    return (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
 
 
 def _platform(d: Any) -> str:

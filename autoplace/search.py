@@ -216,7 +216,6 @@ class Climb:
         if objective.gain(s_lead, measured[i_low]) <= self.sweep and free(leader, i_low - 1):
             return cfg(leader, i_low - 1)
         # 3. the others: try each at the leader's anchor; refine those within reach
-        i_anchor = anchor(leader)
         for arm in ranked[1:]:
             if i_anchor not in table[arm] and free(arm, i_anchor):
                 return cfg(arm, i_anchor)

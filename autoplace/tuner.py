@@ -425,14 +425,12 @@ def tune(
         started = time.monotonic()
         new_trials = 0
         interrupted = False
-        best: Scored | None = None
         while True:
             with _storage_errors(url):
                 searched, confirmed, pending = _history(handle, stale_after, since)
             searched = {c: m for c, m in searched.items() if _in(space, c)}
             confirmed = {c: ms for c, ms in confirmed.items() if _in(space, c)}
             in_space, verdicts = _standings(searched, confirmed, obj)
-            best = _best(in_space, obj, verdicts)
             if trials is not None and new_trials >= trials:
                 break
             if timeout is not None and time.monotonic() - started >= timeout:

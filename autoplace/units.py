@@ -36,12 +36,10 @@ def seconds(value: float | None) -> str:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         scaled = float(f"{value / scale:.3g}")  # round first, so 999.7 ms becomes 1.00 s
         if scaled >= 1 or unit == "µs":
-            if scale == 1.0 and scaled >= 1000:
-                return f"{value:.0f} s"
-            if unit != "s" and scaled >= 1000:
-                continue
-            return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
-    return f"{value:.3g} s"  # pragma: no cover - the loop always returns
+            break
+    if unit == "s" and scaled >= 1000:
+        return f"{value:.0f} s"
+    return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
 
 
 def size(value: float | None) -> str:

@@ -19,7 +19,6 @@ Run from the repository root:  python benchmarks/harness_benchmark.py
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import subprocess
@@ -27,8 +26,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from results_file import write_results
+
 import autoplace
-from autoplace import fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
@@ -140,24 +140,13 @@ def main() -> None:
                 f"(max {max(overheads):.3f})",
                 flush=True,
             )
-    hw, sw = fingerprint.hardware(devices), fingerprint.software()
-    stamp = dt.datetime.now(dt.timezone.utc)
-    doc = {
-        "benchmark": "harness",
-        "date": stamp.isoformat(timespec="seconds"),
-        "command": "python benchmarks/harness_benchmark.py " + " ".join(sys.argv[1:]),
-        "machine": {"hardware": hw, "software": sw, "key": fingerprint.hardware_key(hw, sw)},
-        "summary": {
-            "max_abs_ratio_error": max(abs(r["ratio_core_to_minimal"] - 1) for r in results),
-            "median_overhead_s": statistics.median(r["median_overhead_s"] for r in results),
-            "max_median_overhead_s": max(r["median_overhead_s"] for r in results),
-        },
-        "cases": results,
+    summary = {
+        "max_abs_ratio_error": max(abs(r["ratio_core_to_minimal"] - 1) for r in results),
+        "median_overhead_s": statistics.median(r["median_overhead_s"] for r in results),
+        "max_median_overhead_s": max(r["median_overhead_s"] for r in results),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"harness-{doc['machine']['key']}-{stamp:%Y%m%d-%H%M}.json"
-    out.write_text(json.dumps(doc, indent=2))
-    print(f"summary: {json.dumps(doc['summary'])}\nwritten to {out}")
+    out = write_results("harness", devices, args.out, {"summary": summary, "cases": results})
+    print(f"summary: {json.dumps(summary)}\nwritten to {out}")
 
 
 if __name__ == "__main__":

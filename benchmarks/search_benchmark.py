@@ -30,17 +30,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from results_file import write_results
+
 import autoplace
-from autoplace import Config, MeasureSettings, fingerprint
+from autoplace import Config, MeasureSettings
 from autoplace.objectives import make_objective
 from autoplace.settings import MeasureRequest
 from autoplace.tuner import DEFAULT_BATCH_SIZES
@@ -251,7 +251,6 @@ def main() -> None:
     started = time.perf_counter()
     with autoplace.SubprocessBackend() as backend:
         devices = backend.devices()
-    hw, sw = fingerprint.hardware(devices), fingerprint.software()
     with tempfile.TemporaryDirectory() as tmp:
         results = [
             bench_workload(k, list(range(args.seeds)), args.rounds, Path(tmp))
@@ -285,22 +284,19 @@ def main() -> None:
         "median_trials": statistics.median(t["trials"] for r in results for t in r["tune_runs"]),
         "total_wall_s": time.perf_counter() - started,
     }
-    stamp = dt.datetime.now(dt.timezone.utc)
-    doc = {
-        "benchmark": "search",
-        "date": stamp.isoformat(timespec="seconds"),
-        "command": "python benchmarks/search_benchmark.py " + " ".join(sys.argv[1:]),
-        "machine": {"hardware": hw, "software": sw, "key": fingerprint.hardware_key(hw, sw)},
-        "defaults": {
-            "batch_sizes": list(DEFAULT_BATCH_SIZES),
-            "settings": dataclasses.asdict(MeasureSettings()),
+    out = write_results(
+        "search",
+        devices,
+        args.out,
+        {
+            "defaults": {
+                "batch_sizes": list(DEFAULT_BATCH_SIZES),
+                "settings": dataclasses.asdict(MeasureSettings()),
+            },
+            "summary": summary,
+            "workloads": results,
         },
-        "summary": summary,
-        "workloads": results,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"search-{doc['machine']['key']}-{stamp:%Y%m%d-%H%M}.json"
-    out.write_text(json.dumps(doc, indent=2))
+    )
     print(
         "\nworkload   regret (median, max)   tune wall % of grid (quick grid)   trials   "
         "speedup vs lightning / accelerate / naive (min)   quick grid's regret"

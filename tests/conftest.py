@@ -16,6 +16,7 @@ import jax
 import pytest
 
 import autoplace
+from autoplace.workload import ModelFile
 
 #: Virtual CPU devices the test process (and the in-process engine) sees.
 N_CPU_DEVICES = 4
@@ -49,6 +50,20 @@ def write_model(tmp_path: Path, source: str, name: str = "model.py") -> Path:
 
 
 FAST = autoplace.MeasureSettings(time_cap_s=0.2, fed_time_cap_s=0.1, min_samples=3, max_samples=10)
+
+
+def request(
+    path: Path, workload: str, settings: autoplace.MeasureSettings = FAST, **config: object
+) -> autoplace.MeasureRequest:
+    """A request to measure ``workload`` of ``path`` (on cpu, batch 4 unless ``config`` says)."""
+    mf = ModelFile.at(path)
+    return autoplace.MeasureRequest(
+        model_file=str(mf.path),
+        sha256=mf.sha256,
+        workload=workload,
+        config=autoplace.Config(**{"device": "cpu", "batch_size": 4, **config}),
+        settings=settings,
+    )
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FAST, N_CPU_DEVICES, line_of, model, write_model
+from conftest import FAST, N_CPU_DEVICES, line_of, model, request, write_model
 
 import autoplace
-from autoplace import BadInputError, Config, InProcessBackend, MeasureRequest, MeasureSettings
+from autoplace import BadInputError, Config, InProcessBackend, MeasureSettings
 from autoplace.engine import (
     ConfigFailure,
     compute_dtypes,
@@ -31,17 +31,6 @@ from autoplace.workload import ModelFile, import_model_file
 def measure(backend, name: str, batch_size: int = 8, settings: MeasureSettings = FAST, **kw):
     return autoplace.measure(
         model(name), batch_size=batch_size, settings=settings, backend=backend, **kw
-    )
-
-
-def request(name: str, workload: str, **config) -> MeasureRequest:
-    mf = ModelFile.at(model(name))
-    return MeasureRequest(
-        model_file=str(mf.path),
-        sha256=mf.sha256,
-        workload=workload,
-        config=Config(**{"device": "cpu", "batch_size": 8, **config}),
-        settings=FAST,
     )
 
 
@@ -460,7 +449,7 @@ def test_measure_on_another_cpu_device(inproc: InProcessBackend) -> None:
 def test_unknown_device_lists_the_devices(inproc: InProcessBackend) -> None:
     listing = "cpu:0, cpu:1, cpu:2, cpu:3"
     with pytest.raises(BadInputError, match="unknown device 'cpu:9'") as info:
-        inproc.measure(request("tiny_mlp", "mlp", device="cpu:9"))
+        inproc.measure(request(model("tiny_mlp"), "mlp", device="cpu:9"))
     assert listing in str(info.value)
     with pytest.raises(BadInputError, match=listing):
         measure(inproc, "tiny_mlp", device="cpu:9")
@@ -471,7 +460,7 @@ def test_unknown_device_lists_the_devices(inproc: InProcessBackend) -> None:
 def test_unknown_workload_in_a_request_is_bad_input(inproc: InProcessBackend) -> None:
     # The Backend contract: an impossible request raises BadInputError.
     with pytest.raises(BadInputError, match="nope"):
-        inproc.measure(request("tiny_mlp", "nope"))
+        inproc.measure(request(model("tiny_mlp"), "nope"))
 
 
 def test_catalog(inproc: InProcessBackend) -> None:

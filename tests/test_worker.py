@@ -12,13 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FAST, line_of, model, write_model
+from conftest import FAST, line_of, model, request, write_model
 
 import autoplace
 from autoplace import (
     BadInputError,
-    Config,
-    MeasureRequest,
     ModelFileError,
     SubprocessBackend,
 )
@@ -29,17 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 def measure(backend, name: str, settings=FAST, **kw) -> autoplace.Measurement:
     return autoplace.measure(model(name), batch_size=4, settings=settings, backend=backend, **kw)
-
-
-def request(path: Path, workload: str, settings=FAST, **config) -> MeasureRequest:
-    mf = ModelFile.at(path)
-    return MeasureRequest(
-        model_file=str(mf.path),
-        sha256=mf.sha256,
-        workload=workload,
-        config=Config(**{"device": "cpu", "batch_size": 4, **config}),
-        settings=settings,
-    )
 
 
 def assert_works(backend: SubprocessBackend) -> autoplace.Measurement:
