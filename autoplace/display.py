@@ -167,11 +167,10 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         return
     b = result.best.measurement
     width = "" if b.width is None else f", width {b.width}"
-    votes = len(result.best.votes)
     console.print(
         f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
-        f"{_score_text(result.best.score, obj.unit)}"
-        + (f" (median of {votes} measurements)" if votes else " (search only, not confirmed)")
+        f"{_score_text(result.best.score, obj.unit)} "
+        f"({confirmation(len(result.best.votes), b.interleaved_with)})"
     )
     rec = result.document.get("recommendation", {})
     runner = rec.get("runner_up")
@@ -191,6 +190,18 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"recommendation written to [bold]{result.out}[/]")
 
 
+def confirmation(votes: int, interleaved_with: int | None) -> str:
+    """What a score rests on, in words."""
+    if not votes:
+        return "search only, not confirmed"
+    if votes > 1:
+        return f"median of {votes} confirmations"
+    if interleaved_with:
+        others = "finalist" if interleaved_with == 1 else "finalists"
+        return f"confirmed, timed in turns with {interleaved_with} other {others}"
+    return "confirmed at full settings"
+
+
 def recommendation_report(doc: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     rec, obj, wl = doc["recommendation"], doc["objective"], doc["workload"]
@@ -206,10 +217,9 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     table = Table(show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    votes = fig.get("score_votes") or []
-    basis = f" (median of {len(votes)} measurements)" if votes else " (search only)"
+    basis = confirmation(len(fig.get("score_votes") or []), fig.get("interleaved_with"))
     for label, value in (
-        ("score", _score_text(fig.get("score"), obj.get("unit", "")) + basis),
+        ("score", f"{_score_text(fig.get('score'), obj.get('unit', ''))} ({basis})"),
         ("steady step", units.seconds(fig.get("step_s"))),
         ("spread", units.percent(fig.get("step_spread"))),
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),

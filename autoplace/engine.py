@@ -23,13 +23,14 @@ back as statuses; anything else is autoplace's bug and propagates.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,23 +110,54 @@ def time_steps(
 
     ``run_chunk(k)`` runs ``k`` steps, blocks until they are done and returns the
     seconds it took. Chunks are sized to last at least ``settings.sample_min_s``
-    so timer resolution and the final synchronisation are amortised.
+    so timer resolution and the final synchronisation are amortised; the size
+    comes from ``per_step_guess``, the seconds of one step timed just before, which
+    counts as the first chunk when it lasted ``sample_min_s`` already (a step that
+    slow is timed one step a chunk anyway).
     """
-    k = max(1, math.ceil(settings.sample_min_s / max(per_step_guess, 1e-7)))
-    samples: list[float] = []
+    return time_interleaved([run_chunk], [per_step_guess], settings, cap_s)[0]
+
+
+def time_interleaved(
+    run_chunks: Sequence[Callable[[int], float]],
+    per_step_guesses: Sequence[float],
+    settings: MeasureSettings,
+    cap_s: float,
+) -> list[tuple[float, float, int]]:
+    """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
+
+    Every loop gets the same number of chunks, each about ``settings.sample_min_s``
+    long, so a machine that drifts (another process, clocks, heat) slows them
+    alike and their comparison keeps what the drift would have spoilt when timed
+    one after the other. Stops once every loop's chunks agree within
+    ``settings.target_spread`` (after ``min_samples``), at ``max_samples``, or past
+    ``cap_s`` per loop with at least three chunks each; a ``cap_s`` of 0 times one
+    chunk each. Returns (median seconds per step, relative spread, chunks) per loop.
+    """
+    ks = [max(1, math.ceil(settings.sample_min_s / max(g, 1e-7))) for g in per_step_guesses]
+    # A guess that is a one-step chunk already is a sample: slow steps are costly.
+    samples: list[list[float]] = [[] for _ in run_chunks]
+    if all(k == 1 for k in ks):
+        samples = [[g] for g in per_step_guesses]
     start = time.perf_counter()
-    while True:
-        samples.append(run_chunk(k) / k)
-        n = len(samples)
+
+    def enough(n: int) -> bool:
+        if n == 0:
+            return False
         if cap_s <= 0:
-            break  # a glance: one chunk, for the loop a quick measurement does not rank on
-        if n >= settings.min_samples and relative_spread(samples) <= settings.target_spread:
-            break
-        if n >= settings.max_samples:
-            break
-        if n >= 3 and n >= min(settings.min_samples, 3) and time.perf_counter() - start >= cap_s:
-            break
-    return float(np.median(samples)), relative_spread(samples), len(samples)
+            return True  # a glance: one chunk, for the loop a quick measurement does not rank on
+        if n >= settings.min_samples and all(
+            relative_spread(t) <= settings.target_spread for t in samples
+        ):
+            return True
+        return n >= settings.max_samples or (
+            n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
+        )
+
+    while not enough(len(samples[0])):
+        for run, k, taken in zip(run_chunks, ks, samples, strict=True):
+            taken.append(run(k) / k)
+    return [(float(np.median(t)), relative_spread(t), len(t)) for t in samples]
 
 
 def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
@@ -157,6 +189,62 @@ def relative_deviation(out: Any, ref: Any) -> float | None:
     if den == 0.0:
         return 0.0 if num == 0.0 else None
     return math.sqrt(num / den)
+
+
+class _Run:
+    """One configuration inside :meth:`Engine.measure_together`: set up, then timed."""
+
+    def __init__(
+        self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, fig: dict
+    ) -> None:
+        self.request, self.fn, self.width, self.device, self.fig = request, fn, width, device, fig
+        self.failure: ConfigFailure | None = None
+        self.compiled: Any = None
+        self.host: list[Any] = []
+        self.batch: Any = None
+        self.state: Any = None
+        self.out: Any = None
+        self.train = False
+        self.first_out: Any = None
+        self.peak_before: int | None = None
+
+    def chunk(self, k: int, fed: bool = False) -> float:
+        """Run ``k`` steps (putting a fresh host batch on the device each step when
+        ``fed``), block until done, return the seconds. Marks the run failed on a
+        failure of the user's program, and raises it."""
+        what = "running the fed steady-state loop" if fed else "running the steady-state loop"
+        try:
+            with user_phase(what, Path(self.request.model_file)):
+                st, o = self.state, self.out
+                t0 = time.perf_counter()
+                for i in range(k):
+                    b = jax.device_put(self.host[i % 2], self.device) if fed else self.batch
+                    o = self.compiled(st, b)
+                    if self.train:
+                        st = o
+                jax.block_until_ready(o)
+                elapsed = time.perf_counter() - t0
+        except ConfigFailure as failure:
+            self.failure = failure
+            raise
+        self.state, self.out = st, o
+        return elapsed
+
+    def warm(self, fed: bool) -> float:
+        """Warm-up steps (before the first loop only: the fed loop runs the same warm
+        executable), then one timed step: the guess that sizes the chunks."""
+        if not fed:
+            self.chunk(self.request.settings.warmup_steps)
+        return self.chunk(1, fed)
+
+    def result(self) -> Measurement:
+        if self.failure is not None:
+            status, reason = self.failure.status, self.failure.reason
+        elif self.fig["finite"]:
+            status, reason = "ok", ""
+        else:
+            status, reason = "nonfinite", "the step produced NaN or inf"
+        return Measurement(status=status, reason=reason, **self.fig)
 
 
 class Engine:
@@ -222,6 +310,61 @@ class Engine:
     # --- measuring ---------------------------------------------------------------------
 
     def measure(self, request: MeasureRequest) -> Measurement:
+        return self.measure_together([request])[0]
+
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+        """Measure several configurations, their timed loops interleaved chunk by chunk.
+
+        Each configuration goes through phases 1-6 on its own; then the steady-state
+        loops of all of them take turns (A B C A B C, about ``sample_min_s`` a turn),
+        and then their fed loops do, so drift on the machine slows all alike and
+        their comparison is fair. The loop settings (caps, samples) are the first
+        request's. A configuration that fails drops out; the others go on.
+        """
+        runs = [self._prepare(r) for r in requests]
+        loop = requests[0].settings
+        compiles_before = self._compiles
+        for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
+            self._time_group(runs, fed, loop, cap)
+        if self._compiles != compiles_before:
+            raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
+        out = []
+        for run in runs:
+            run.fig["interleaved_with"] = len(runs) - 1
+            if run.failure is None:
+                try:
+                    self._finish(run)
+                except ConfigFailure as failure:
+                    run.failure = failure
+            out.append(run.result())
+        gc.collect()
+        return out
+
+    def _time_group(
+        self, runs: list[_Run], fed: bool, settings: MeasureSettings, cap: float
+    ) -> None:
+        """Time one loop of every live run, interleaved; a run that fails drops out and
+        the others are timed again without it."""
+        while live := [r for r in runs if r.failure is None]:
+            t = time.perf_counter()
+            try:
+                guesses = [r.warm(fed) for r in live]
+                timed = time_interleaved(
+                    [functools.partial(r.chunk, fed=fed) for r in live], guesses, settings, cap
+                )
+            except ConfigFailure:
+                continue  # the failing run marked itself
+            share = (time.perf_counter() - t) / len(live)
+            for r, (median, spread, n) in zip(live, timed, strict=True):
+                prefix = "fed_" if fed else ""
+                r.fig[f"{prefix}step_s"], r.fig[f"{prefix}step_spread"] = median, spread
+                if not fed:
+                    r.fig["step_samples"] = n
+                r.fig["timing_s"] += share
+            return
+
+    def _prepare(self, request: MeasureRequest) -> _Run:
+        """Phases 1-6 for one configuration: a run ready to be timed, or a failed one."""
         found = self._load(request.model_file, request.sha256)
         info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
         config = request.config
@@ -235,22 +378,14 @@ class Engine:
             "workload": request.workload,
             "device_kind": device.device_kind,
             "compile_cache": "disabled",
+            "timing_compiles": 0,
         }
+        run = _Run(request, fn, width, device, figures)
         try:
-            self._measure(request, fn, width, device, figures)
-            status, reason = (
-                ("ok", "")
-                if figures["finite"]
-                else (
-                    "nonfinite",
-                    "the step produced NaN or inf",
-                )
-            )
+            self._set_up(run)
         except ConfigFailure as failure:
-            status, reason = failure.status, failure.reason
-        finally:
-            gc.collect()
-        return Measurement(status=status, reason=reason, **figures)  # type: ignore[arg-type]
+            run.failure = failure
+        return run
 
     def _build(
         self, request: MeasureRequest, fn: Callable, width: int | None, precision: str
@@ -284,20 +419,14 @@ class Engine:
             batch = workload.make_batch(batch_size, np.random.default_rng(seed))
             return jax.tree.map(np.asarray, batch)
 
-    def _measure(
-        self,
-        request: MeasureRequest,
-        fn: Callable,
-        width: int | None,
-        device: Any,
-        fig: dict[str, Any],
-    ) -> None:
+    def _set_up(self, run: _Run) -> None:
+        request, fig, device = run.request, run.fig, run.device
         s = request.settings
         path = Path(request.model_file)
         config = request.config
 
         workload, fig["build_s"], fig["build_cached"] = self._build(
-            request, fn, width, config.precision
+            request, run.fn, run.width, config.precision
         )
         host = [self._host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
         fig["batch_bytes"] = tree_bytes(host[0])
@@ -306,11 +435,10 @@ class Engine:
             state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
             batch = jax.block_until_ready(jax.device_put(host[0], device))
             t = time.perf_counter()
-            fig["transfer_s"] = _median_transfer(host[0], device)
-            timing_s = time.perf_counter() - t
+            fig["transfer_s"] = _median_transfer(host[0], device, s.transfer_cap_s)
+            fig["timing_s"] = time.perf_counter() - t
 
-        train = workload.kind == "train"
-        compiled, kept = self._compile(request, workload, width, device, state, batch, fig)
+        compiled, kept = self._compile(request, workload, run.width, device, state, batch, fig)
         limit = _memory_limit(device, s.max_memory)
         predicted = fig["predicted_bytes"]
         if predicted is not None and limit is not None and predicted > limit:
@@ -319,7 +447,7 @@ class Engine:
                 f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
             )
 
-        peak_before = _peak(device)
+        run.peak_before = _peak(device)
         t = time.perf_counter()
         with user_phase("running the first step", path):
             out = jax.block_until_ready(compiled(state, batch))
@@ -327,53 +455,28 @@ class Engine:
         # include lazy device set-up): report the first ever, which this engine timed.
         kept.setdefault("first_call_s", time.perf_counter() - t)
         fig["first_call_s"] = kept["first_call_s"]
-        first_out = jax.device_get(out) if s.deviation else None
+        run.first_out = jax.device_get(out) if s.deviation else None
+        run.compiled, run.host, run.batch = compiled, host, batch
+        run.train = workload.kind == "train"
+        run.state, run.out = (out if run.train else state), out
 
-        carry = {"state": out if train else state, "out": out}
-
-        def run_chunk(k: int, fed: bool = False) -> float:
-            st, o = carry["state"], carry["out"]
-            t0 = time.perf_counter()
-            for i in range(k):
-                b = jax.device_put(host[i % 2], device) if fed else batch
-                o = compiled(st, b)
-                if train:
-                    st = o
-            jax.block_until_ready(o)
-            elapsed = time.perf_counter() - t0
-            carry["state"], carry["out"] = st, o
-            return elapsed
-
-        compiles_before = self._compiles
-        t = time.perf_counter()
-        with user_phase("running the steady-state loop", path):
-            run_chunk(s.warmup_steps)
-            guess = run_chunk(1)
-            fig["step_s"], fig["step_spread"], fig["step_samples"] = time_steps(
-                run_chunk, guess, s, s.time_cap_s
-            )
-            fed_guess = run_chunk(1, fed=True)
-            fig["fed_step_s"], fig["fed_step_spread"], _ = time_steps(
-                lambda k: run_chunk(k, fed=True), fed_guess, s, s.fed_time_cap_s
-            )
-        fig["timing_s"] = timing_s + time.perf_counter() - t
-        fig["timing_compiles"] = self._compiles - compiles_before
-        if fig["timing_compiles"]:
-            raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
-
+    def _finish(self, run: _Run) -> None:
+        """Phase 9 and the derived figures, once the loops are timed."""
+        fig, device, config = run.fig, run.device, run.request.config
         peak_after = _peak(device)
-        if peak_after is not None and (peak_before is None or peak_after > peak_before):
+        if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
             fig["peak_bytes"], fig["peak_bytes_source"] = peak_after, "measured"
-
         fig["samples_per_s"] = config.batch_size / fig["step_s"]
         fig["fed_samples_per_s"] = config.batch_size / fig["fed_step_s"]
         if fig["flops"] is not None:
             fig["flops_per_s"] = fig["flops"] / fig["step_s"]
-        with user_phase("checking the outputs", path):
-            fig["finite"] = _all_finite(carry["out"])
-        if first_out is not None:
+        with user_phase("checking the outputs", Path(run.request.model_file)):
+            fig["finite"] = _all_finite(run.out)
+        if run.first_out is not None:
             t = time.perf_counter()
-            fig["deviation_vs_float32"] = self._deviation(request, fn, width, device, first_out)
+            fig["deviation_vs_float32"] = self._deviation(
+                run.request, run.fn, run.width, device, run.first_out
+            )
             fig["reference_s"] = time.perf_counter() - t
 
     def _compile(
@@ -489,7 +592,7 @@ def _name(d: Any) -> str:
     return f"{_platform(d)}:{jax.devices(d.platform).index(d)}"
 
 
-def _median_transfer(host_batch: Any, device: Any, cap_s: float = 0.3) -> float:
+def _median_transfer(host_batch: Any, device: Any, cap_s: float) -> float:
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < 3 or (len(times) < 30 and time.perf_counter() - start < cap_s):

@@ -80,9 +80,13 @@ class Measurement:
     timing_compiles: int | None = None
     #: The JAX persistent compilation cache's state during the measurement.
     compile_cache: str | None = None
+    #: How many other configurations' timed loops took turns with this one's, chunk by
+    #: chunk (see ``autoplace.Backend.measure_together``); 0 when measured alone.
+    interleaved_with: int | None = None
     #: Seconds spent starting a fresh worker for this measurement (0 when reused).
     worker_start_s: float | None = None
-    #: Wall time of the whole measurement as seen by the caller.
+    #: Wall time of the whole measurement as seen by the caller (for configurations
+    #: measured together, an equal share of the call).
     wall_s: float | None = None
 
     @property

@@ -26,6 +26,8 @@ class MeasureSettings:
     time_cap_s: float = 1.0
     #: Time cap of the loop that feeds a host batch every step.
     fed_time_cap_s: float = 1.0
+    #: Time cap of timing the host-to-device transfer of one batch (at least 3 puts).
+    transfer_cap_s: float = 0.3
     #: Whole-measurement limit; past it the worker is killed and the result is ``timeout``.
     timeout_s: float = 300.0
     #: Configurations XLA predicts to need more bytes than this are not run (``too_big``).

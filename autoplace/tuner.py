@@ -45,9 +45,6 @@ _ATTR = "measurement"
 SEARCH_CAP_S = 0.3
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.15
-#: Finalists are measured this many times each, interleaved (A B C A B C), so drift
-#: cancels; each round's timed loops get this share of the full settings' time caps.
-CONFIRM_ROUNDS = 2
 _MAX_INT = 2**40
 
 
@@ -57,8 +54,8 @@ class Scored:
 
     measurement: Measurement
     score: float
-    #: For a confirmed configuration, the scores of all its measurements (search and
-    #: confirmation rounds), whose median is ``score``; empty when not confirmed.
+    #: For a confirmed configuration, the scores of its confirmations (usually one: the
+    #: finalists measured together), whose median is ``score``; empty when not confirmed.
     votes: tuple[float, ...] = ()
 
     @property
@@ -242,7 +239,7 @@ def _storage_errors(url: str) -> Iterator[None]:
 def _history(
     study: Any, stale_after_s: float, since: dt.datetime | None
 ) -> tuple[dict[Config, Measurement], dict[Config, list[Measurement]], frozenset[Config]]:
-    """The latest search measurement per configuration, every confirmation round per
+    """The latest search measurement per configuration, every confirmation per
     configuration (oldest first), and the configurations being measured right now (by
     this process or another worker)."""
     from optuna.trial import TrialState
@@ -280,9 +277,10 @@ def _standings(
 ) -> tuple[dict[Config, Measurement], dict[Config, Scored]]:
     """Every configuration's figures, and the verdict on each confirmed one.
 
-    A confirmed configuration's score is the median of all its measurements (the
-    search's and each confirmation round's); its figures are those of the
-    confirmation round whose score is nearest that median: a real measurement.
+    A confirmed configuration's score rests on its confirmations alone (the median,
+    if several): they were timed in turns with the other finalists, so drift
+    between the search's measurements does not decide. Its figures are those of
+    the confirmation whose score is nearest that median: a real measurement.
     """
     figures = dict(searched)
     verdicts: dict[Config, Scored] = {}
@@ -292,8 +290,6 @@ def _standings(
             figures[c] = ms[-1]
             continue
         votes = [obj.score(m) for m in ok]
-        if c in searched and searched[c].status == "ok":
-            votes.append(obj.score(searched[c]))
         score = statistics.median(votes)
         chosen = min(ok, key=lambda m: abs(obj.score(m) - score))
         figures[c] = chosen
@@ -335,10 +331,10 @@ def tune(
     measurements, or ``timeout`` seconds (a measurement in flight finishes). The
     search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
     comparison); then up to ``confirm`` finalists (the search's best, and the next
-    ones within ``CONFIRM_REACH`` of it) are measured again ``CONFIRM_ROUNDS`` times
-    each, interleaved, with ``settings`` (its time caps shared among the rounds), and
-    ranked by the median of all their measurements, so the winner is never a lucky
-    draw nor a victim of drift. Executables compiled while searching are reused. A
+    ones within ``CONFIRM_REACH`` of it) are measured again together, with
+    ``settings``, their timed loops taking turns chunk by chunk (A B C A B C), and
+    ranked on that, so the winner is never a lucky draw nor a victim of drift.
+    Executables compiled while searching are reused. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """
@@ -355,18 +351,26 @@ def tune(
     if max_memory is not None:
         settings = dataclasses.replace(settings, max_memory=max_memory)
     strategy = strategy or Climb()
-    # The loop the objective rests on gets the search cap; the other one, the minimum.
-    step_cap, fed_cap = (SEARCH_CAP_S, 0.0) if obj.name == "latency" else (0.0, SEARCH_CAP_S)
+    # While searching, the loop the objective rests on gets the search cap, the other
+    # one (and the transfer, unless latency counts it) the minimum, and one warm-up
+    # step follows the first call. Finalists get the
+    # full settings for the loop that ranks them, and the search cap for the other.
+    latency = obj.name == "latency"
+    step_cap, fed_cap = (SEARCH_CAP_S, 0.0) if latency else (0.0, SEARCH_CAP_S)
     search_settings = dataclasses.replace(
         settings,
         deviation=False,
         time_cap_s=min(settings.time_cap_s, step_cap),
         fed_time_cap_s=min(settings.fed_time_cap_s, fed_cap),
+        transfer_cap_s=settings.transfer_cap_s if latency else 0.0,
+        warmup_steps=min(settings.warmup_steps, 1),
     )
     confirm_settings = dataclasses.replace(
         settings,
-        time_cap_s=settings.time_cap_s / CONFIRM_ROUNDS,
-        fed_time_cap_s=settings.fed_time_cap_s / CONFIRM_ROUNDS,
+        time_cap_s=settings.time_cap_s if latency else min(settings.time_cap_s, SEARCH_CAP_S),
+        fed_time_cap_s=min(settings.fed_time_cap_s, SEARCH_CAP_S)
+        if latency
+        else settings.fed_time_cap_s,
     )
 
     with contextlib.ExitStack() as stack:
@@ -439,55 +443,73 @@ def tune(
             # confirmation does not restart the search.
             scores = {c: obj.score(m) if m.status == "ok" else None for c, m in searched.items()}
             phase = "search"
-            config = strategy.propose(space, obj, scores, pending)
-            if config is None:
+            proposed = strategy.propose(space, obj, scores, pending)
+            group = [proposed] if proposed is not None else []
+            if not group:
                 phase = "confirm"
-                config = _next_round(searched, confirmed, obj, confirm, pending)
-            if config is None:
+                group = _finalists_to_confirm(searched, confirmed, obj, confirm, pending)
+            if not group:
                 break
-            chooser.params = _params(config)
+            if trials is not None:
+                group = group[: trials - new_trials]
+            asked = []
             with _storage_errors(url):
-                trial = handle.ask(dists)
-                trial.set_user_attr("config", config.label())
-                trial.set_user_attr("phase", phase)
-            request = MeasureRequest(
-                model_file=str(mf.path),
-                sha256=mf.sha256,
-                workload=info.name,
-                config=config,
-                settings=confirm_settings if phase == "confirm" else search_settings,
-            )
+                for config in group:
+                    chooser.params = _params(config)
+                    trial = handle.ask(dists)
+                    trial.set_user_attr("config", config.label())
+                    trial.set_user_attr("phase", phase)
+                    asked.append(trial)
+            requests = [
+                MeasureRequest(
+                    model_file=str(mf.path),
+                    sha256=mf.sha256,
+                    workload=info.name,
+                    config=config,
+                    settings=confirm_settings if phase == "confirm" else search_settings,
+                )
+                for config in group
+            ]
             try:
-                result = backend.measure(request)
+                results = (
+                    [backend.measure(requests[0])]
+                    if phase == "search"
+                    else backend.measure_together(requests)
+                )
             except KeyboardInterrupt:
                 interrupted = True
                 backend.close()
                 with _storage_errors(url):
-                    trial.set_user_attr("interrupted", True)
-                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    for trial in asked:
+                        trial.set_user_attr("interrupted", True)
+                        handle.tell(trial, state=optuna.trial.TrialState.FAIL)
                 break
             except BaseException:
                 with contextlib.suppress(Exception):
-                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    for trial in asked:
+                        handle.tell(trial, state=optuna.trial.TrialState.FAIL)
                 raise
-            score = obj.score(result) if result.status == "ok" else None
-            with _storage_errors(url):
-                trial.set_user_attr(_ATTR, result.to_dict())
-                if score is not None:
-                    handle.tell(trial, score)
-                elif result.status == "too_big":
-                    handle.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                else:
-                    handle.tell(trial, state=optuna.trial.TrialState.FAIL)
-            new_trials += 1
-            if on_trial is not None:
+            for config, trial, result in zip(group, asked, results, strict=True):
+                score = obj.score(result) if result.status == "ok" else None
+                with _storage_errors(url):
+                    trial.set_user_attr(_ATTR, result.to_dict())
+                    if score is not None:
+                        handle.tell(trial, score)
+                    elif result.status == "too_big":
+                        handle.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                    else:
+                        handle.tell(trial, state=optuna.trial.TrialState.FAIL)
+                new_trials += 1
                 if phase == "confirm":
                     confirmed[config] = [*confirmed.get(config, []), result]
                 else:
                     searched[config] = result
+            if on_trial is not None:
                 in_space, verdicts = _standings(searched, confirmed, obj)
                 best = _best(in_space, obj, verdicts)
-                on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
+                for result in results:
+                    score = obj.score(result) if result.status == "ok" else None
+                    on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
 
     rows = _per_group(in_space, obj, verdicts)
     best = rows[0] if rows else None
@@ -542,24 +564,24 @@ def _finalists(searched: dict[Config, Measurement], obj: Objective, k: int) -> l
     return [s.config for s in chosen]
 
 
-def _next_round(
+def _finalists_to_confirm(
     searched: dict[Config, Measurement],
     confirmed: dict[Config, list[Measurement]],
     obj: Objective,
     k: int,
     taken: frozenset[Config],
-) -> Config | None:
-    """The next confirmation: finalists in turn, round after round (A B C A B C).
+) -> list[Config]:
+    """The finalists to measure together, or none once each has a confirmation.
 
-    Finalists are chosen on the search's own measurements, so a confirmation that
-    reshuffles the ranking does not set off more confirmations.
+    While any finalist lacks one, all of them are measured together (those confirmed
+    before, e.g. by another worker, get another): a comparison is fair only within
+    one interleaved measurement. Finalists are chosen on the search's own
+    measurements, so a confirmation that reshuffles the ranking sets off no more.
     """
-    finalists = _finalists(searched, obj, k)
-    for r in range(1, CONFIRM_ROUNDS + 1):
-        for c in finalists:
-            if len(confirmed.get(c, ())) < r and c not in taken:
-                return c
-    return None
+    finalists = [c for c in _finalists(searched, obj, k) if c not in taken]
+    if all(confirmed.get(c) for c in finalists):
+        return []
+    return finalists
 
 
 def _in(space: Space, c: Config) -> bool:
@@ -626,6 +648,7 @@ def _figures(s: Scored) -> dict[str, Any]:
     return {
         "score": s.score,
         "score_votes": list(s.votes),
+        "interleaved_with": m.interleaved_with,
         "step_s": m.step_s,
         "step_spread": m.step_spread,
         "fed_step_s": m.fed_step_s,

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -73,6 +74,14 @@ class Backend(Protocol):
 
     def measure(self, request: MeasureRequest) -> Measurement: ...
 
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+        """Measure several configurations with their timed loops taking turns chunk by
+        chunk (A B C A B C), one result per request, in order, so that drift slows
+        all alike; the loop settings are the first request's. Each keeps the
+        failure statuses of :meth:`measure`; a failure that may be its neighbours'
+        doing (``oom``, ``crash``, ``timeout``) is measured again alone."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -91,9 +100,13 @@ class InProcessBackend:
         return self._engine.catalog(model_file, sha256)
 
     def measure(self, request: MeasureRequest) -> Measurement:
+        return self.measure_together([request])[0]
+
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
         t = time.perf_counter()
-        result = self._engine.measure(request)
-        return _with(result, worker_start_s=0.0, wall_s=time.perf_counter() - t)
+        results = self._engine.measure_together(requests)
+        share = (time.perf_counter() - t) / len(results)
+        return [_with(m, worker_start_s=0.0, wall_s=share) for m in results]
 
     def close(self) -> None:
         pass
@@ -275,26 +288,44 @@ class SubprocessBackend:
         return reply[1]
 
     def measure(self, request: MeasureRequest) -> Measurement:
+        return self.measure_together([request])[0]
+
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+        requests = list(requests)
         t = time.perf_counter()
-        reply = self._call("measure", request, timeout=request.settings.timeout_s)
-        # The start-up this measurement waited for, even if a catalog call triggered it.
+        timeout = sum(r.settings.timeout_s for r in requests)
+        reply = self._call("measure", requests, timeout=timeout)
+        # The start-up this call waited for, even if a catalog call triggered it.
         started, self._unbilled_start_s = self._unbilled_start_s, 0.0
         if reply[0] == "ok":
-            result: Measurement = reply[1]
+            results: list[Measurement] = list(reply[1])
         else:
-            c = request.config
-            result = Measurement.failed(
-                reply[0],
-                reply[1],
-                device=c.device,
-                batch_size=c.batch_size,
-                precision=c.precision,
-                width=c.width,
-                workload=request.workload,
-            )
-        if result.status in _RESTART_AFTER:
+            results = [_failed(r, reply[0], reply[1]) for r in requests]
+        if any(m.status in _RESTART_AFTER for m in results):
             self._stop(kill=True)
-        return _with(result, worker_start_s=started, wall_s=time.perf_counter() - t)
+        share = (time.perf_counter() - t) / len(requests)
+        results = [_with(m, worker_start_s=started, wall_s=share) for m in results]
+        if len(requests) > 1:
+            # Out of memory, a crash or a timeout among several may be the neighbours'
+            # doing (their memory, their time): measure those configurations alone.
+            results = [
+                self.measure(r) if m.status in _RESTART_AFTER else m
+                for r, m in zip(requests, results, strict=True)
+            ]
+        return results
+
+
+def _failed(request: MeasureRequest, status: str, reason: str) -> Measurement:
+    c = request.config
+    return Measurement.failed(
+        status,  # type: ignore[arg-type]
+        reason,
+        device=c.device,
+        batch_size=c.batch_size,
+        precision=c.precision,
+        width=c.width,
+        workload=request.workload,
+    )
 
 
 def _with(m: Measurement, **changes: Any) -> Measurement:
@@ -339,7 +370,7 @@ def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
             elif op == "catalog":
                 reply = ("ok", engine.catalog(*payload))
             elif op == "measure":
-                reply = ("ok", engine.measure(payload))
+                reply = ("ok", engine.measure_together(payload))
             else:
                 reply = ("internal", f"unknown operation {op!r}")
         except (BadInputError, ModelFileError) as exc:

@@ -18,8 +18,9 @@ c. the rules people use today, applied to the same space using the grid's
      shrink until it fits (here: the largest batch <= 128 in the space that fits);
    - naive: batch 32, float32, the default device;
 d. every chosen configuration (both grids' bests, each tune pick, each heuristic) is
-   measured again, interleaved A B C A B C ..., to cancel drift; the figures
-   below use the median of those re-measurements;
+   measured again, interleaved, to cancel drift: ``--rounds`` rounds, each one
+   ``measure_together`` call whose timed loops take turns chunk by chunk (A B C
+   A B C ..., about 50 ms a turn); the figures below use the median over rounds;
 e. the figures are written as JSON under benchmarks/results/, tagged with the
    machine fingerprint.
 
@@ -118,17 +119,19 @@ def heuristics(grid: dict[Config, autoplace.Measurement], device: str) -> dict[s
 def remeasure(
     model: Path, workload: str, configs: list[Config], rounds: int, objective: Any
 ) -> dict[Config, list[float | None]]:
-    """Measure each config ``rounds`` times, interleaved, in one warm worker."""
+    """Measure the configs together ``rounds`` times in one warm worker: each round is
+    one ``measure_together`` call, whose timed loops take turns chunk by chunk (A B C
+    A B C), and each round starts one config further along (B C A, C A B, ...)."""
     mf = ModelFile.at(model)
     settings = MeasureSettings(deviation=False)
+    requests = [MeasureRequest(str(mf.path), mf.sha256, workload, c, settings) for c in configs]
     scores: dict[Config, list[float | None]] = {c: [] for c in configs}
     with autoplace.SubprocessBackend() as backend:
-        for c in configs:  # warm the builds so round 1 times the same as later rounds
-            backend.measure(MeasureRequest(str(mf.path), mf.sha256, workload, c, settings))
-        for _ in range(rounds):
-            for c in configs:
-                m = backend.measure(MeasureRequest(str(mf.path), mf.sha256, workload, c, settings))
-                scores[c].append(objective.score(m) if m.status == "ok" else None)
+        backend.measure_together(requests)  # compile and warm all, so round 1 is like the rest
+        for r in range(rounds):
+            order = requests[r % len(requests) :] + requests[: r % len(requests)]
+            for request, m in zip(order, backend.measure_together(order), strict=True):
+                scores[request.config].append(objective.score(m) if m.status == "ok" else None)
     return scores
 
 

@@ -50,6 +50,8 @@ class SyntheticBackend:
         self._interrupt_at = interrupt_at
         self._slowdown = slowdown
         self.measured: list[MeasureRequest] = []
+        #: The configurations of each ``measure_together`` call.
+        self.groups: list[list] = []
 
     def devices(self) -> list[DeviceInfo]:
         return self._devices
@@ -102,6 +104,11 @@ class SyntheticBackend:
             finite=True,
             **base,
         )
+
+    def measure_together(self, requests: list[MeasureRequest]) -> list[Measurement]:
+        self.groups.append([r.config for r in requests])
+        n = len(requests)
+        return [dataclasses.replace(self.measure(r), interleaved_with=n - 1) for r in requests]
 
     def close(self) -> None:
         pass

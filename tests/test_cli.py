@@ -282,7 +282,7 @@ def test_show_says_what_the_scores_rest_on(
     assert code == 0, err
     text = " ".join(out.split())  # undo rich's wrapping
     assert "run on cpu:0 (cpu), batch 128, bfloat16" in text
-    assert "(median of 3 measurements)" in text
+    assert "(confirmed at full settings)" in text  # the lone finalist
     # the runner-up (float32) is far behind, so it kept its search figures
     assert "runner-up: cpu:0 float32 batch 128" in text
     assert "search figures, not confirmed" in text

@@ -21,6 +21,7 @@ from autoplace.engine import (
     compute_dtypes,
     relative_deviation,
     relative_spread,
+    time_interleaved,
     time_steps,
     tree_bytes,
     user_phase,
@@ -99,13 +100,13 @@ def test_time_steps_with_no_time_times_one_chunk() -> None:
 
 
 def test_time_steps_chunk_size_follows_the_guess() -> None:
-    settings = MeasureSettings(min_samples=1, max_samples=1, sample_min_s=0.02)
+    settings = MeasureSettings(min_samples=2, max_samples=2, sample_min_s=0.02)
     slow = _FakeChunks([1.0])
-    time_steps(slow, 1.0, settings, cap_s=1.0)
-    assert slow.sizes == [1]
+    assert time_steps(slow, 1.0, settings, cap_s=1.0) == (1.0, 0.0, 2)
+    assert slow.sizes == [1]  # the guess, one step of 1 s, was the first chunk
     fast = _FakeChunks([1e-6])
     time_steps(fast, 0.0, settings, cap_s=1.0)  # a zero guess must not divide by zero
-    assert fast.sizes == [math.ceil(0.02 / 1e-7)]
+    assert fast.sizes == [math.ceil(0.02 / 1e-7)] * 2  # a short guess is not a chunk
 
 
 def test_time_steps_measures_a_known_duration() -> None:
@@ -120,6 +121,46 @@ def test_time_steps_measures_a_known_duration() -> None:
     median, _, n = time_steps(run_chunk, step, settings, cap_s=0.5)
     assert 3 <= n <= 6
     assert step <= median < 2 * step
+
+
+def test_time_interleaved_takes_turns_chunk_by_chunk() -> None:
+    order: list[str] = []
+
+    def loop(name: str, per_step: float):
+        def run_chunk(k: int) -> float:
+            order.append(name)
+            return per_step * k
+
+        return run_chunk
+
+    settings = MeasureSettings(min_samples=3, max_samples=40, sample_min_s=0.02)
+    timed = time_interleaved(
+        [loop("A", 1e-3), loop("B", 2e-3), loop("C", 4e-3)], [1e-3, 2e-3, 4e-3], settings, 60.0
+    )
+    assert order == ["A", "B", "C"] * 3  # all agree after min_samples: stop together
+    assert [t[0] for t in timed] == pytest.approx([1e-3, 2e-3, 4e-3])
+    assert [t[2] for t in timed] == [3, 3, 3]
+
+
+def test_time_interleaved_waits_for_every_loop_to_settle() -> None:
+    steady, noisy = _FakeChunks([1e-3]), _FakeChunks([1e-3, 2e-3])
+    settings = MeasureSettings(min_samples=3, max_samples=8)
+    timed = time_interleaved([steady, noisy], [1e-3, 1e-3], settings, cap_s=60.0)
+    assert [n for _, _, n in timed] == [8, 8]  # the noisy one never settles: max_samples
+    assert len(steady.sizes) == len(noisy.sizes) == 8
+
+
+def test_time_interleaved_time_cap_is_per_loop() -> None:
+    def sleeper(k: int) -> float:
+        time.sleep(0.01)
+        return 0.01
+
+    settings = MeasureSettings(min_samples=40, max_samples=40, sample_min_s=0.01)
+    t = time.perf_counter()
+    timed = time_interleaved([sleeper, sleeper], [0.01, 0.01], settings, cap_s=0.05)
+    elapsed = time.perf_counter() - t
+    assert 0.1 <= elapsed < 0.3  # two loops: twice the cap, not the cap
+    assert timed[0][2] == timed[1][2] >= 3
 
 
 def test_compute_dtypes_of_lowered_programs() -> None:
@@ -536,3 +577,68 @@ def test_out_of_memory_while_building(inproc: InProcessBackend) -> None:
     assert "RESOURCE_EXHAUSTED" in m.reason
     # the engine is still usable
     assert measure(inproc, "tiny_predict").status == "ok"
+
+
+# --- measuring several configurations together ---------------------------------------------
+
+
+def test_measure_together_times_the_loops_in_turns(inproc: InProcessBackend) -> None:
+    reqs = [
+        request(model("tiny_mlp"), "mlp", batch_size=4),
+        request(model("raises"), "broken"),
+        request(model("tiny_mlp"), "mlp", batch_size=16),
+    ]
+    first, broken, second = inproc.measure_together(reqs)
+    assert broken.status == "error" and "shapes do not line up" in broken.reason
+    for m, batch in ((first, 4), (second, 16)):
+        assert m.status == "ok", m.reason
+        assert m.batch_size == batch and m.interleaved_with == 2 and m.timing_compiles == 0
+        assert m.fed_step_s > 0 and m.samples_per_s == pytest.approx(batch / m.step_s)
+    assert first.step_samples == second.step_samples  # the same number of turns each
+    assert broken.interleaved_with == 2
+    alone = inproc.measure(reqs[0])
+    assert alone.interleaved_with == 0 and alone.compile_cached
+
+
+def test_a_configuration_failing_in_the_timed_loop_drops_out(
+    inproc: InProcessBackend, tmp_path: Path
+) -> None:
+    # The step runs fine at first, then the host callback it calls raises: only the
+    # timed loops reach that call, so the failure comes mid-way through the turns.
+    path = write_model(
+        tmp_path,
+        """
+        import jax
+        import numpy as np
+
+        import autoplace
+
+        calls = [0]
+
+
+        def count(x):
+            calls[0] += 1
+            if calls[0] > 8:
+                raise RuntimeError("the sensor went away")
+            return x
+
+
+        @autoplace.workload
+        def flaky(width, dtype):
+            def step(state, x):
+                y = jax.pure_callback(count, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+                return state + y.sum()
+
+            return autoplace.Workload(
+                state=np.zeros((), np.float32),
+                step=step,
+                make_batch=lambda b, rng: np.ones((b, 4), np.float32),
+                kind="infer",
+            )
+        """,
+    )
+    flaky, good = inproc.measure_together(
+        [request(path, "flaky"), request(model("tiny_mlp"), "mlp")]
+    )
+    assert flaky.status == "error" and "steady-state loop raised" in flaky.reason
+    assert good.status == "ok" and good.step_s > 0 and good.fed_step_s > 0

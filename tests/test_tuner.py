@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import statistics
-
 import optuna
 import pytest
 from conftest import model
@@ -105,31 +103,63 @@ def confirmations(backend):
     return [r for r in backend.measured if r.settings.deviation]
 
 
-def test_finalists_are_confirmed_in_interleaved_rounds(env):
+def test_finalists_are_confirmed_together(env):
     # At batch 8 bfloat16 leads float32 by about 4% in the synthetic model: both are
-    # finalists, measured again in turn, A B A B, with the full settings' float32
-    # comparison and their time caps shared among the rounds.
+    # finalists, measured again in one call, their timed loops taking turns, with the
+    # full settings' float32 comparison and time cap for the loop that ranks them.
     backend = SyntheticBackend()
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     searched = [r for r in backend.measured if not r.settings.deviation]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
     top = [s.config for s in result.per_device_precision[:2]]
-    assert [r.config for r in confirmations(backend)] == top + top
+    assert backend.groups == [top]  # the search measured one at a time, never in a group
     full = autoplace.MeasureSettings()
     for r in confirmations(backend):
-        assert r.settings.fed_time_cap_s == full.fed_time_cap_s / tuner.CONFIRM_ROUNDS
+        assert r.settings.fed_time_cap_s == full.fed_time_cap_s  # throughput ranks on it
+        assert r.settings.time_cap_s == tuner.SEARCH_CAP_S
+    for r in searched:
+        assert r.settings.fed_time_cap_s == tuner.SEARCH_CAP_S
+        assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
     best = result.best
-    assert best.confirmed and len(best.votes) == 1 + tuner.CONFIRM_ROUNDS
-    assert best.score == statistics.median(best.votes)
-    assert rec.read(env["out"])["recommendation"]["confirmed"] is True
+    assert best.confirmed and len(best.votes) == 1 and best.score == best.votes[0]
+    assert best.measurement.interleaved_with == 1
+    assert rec.read(env["out"])["recommendation"]["figures"]["interleaved_with"] == 1
     again = SyntheticBackend()
     run(env, again, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     assert again.measured == []  # resuming confirms nothing twice
 
 
+def test_latency_searches_on_the_step_loop_and_times_the_transfer(env):
+    backend = SyntheticBackend()
+    run(env, backend, strategy=autoplace.Grid(), objective="latency", confirm=2)
+    full = autoplace.MeasureSettings()
+    for r in backend.measured:
+        assert r.settings.transfer_cap_s == full.transfer_cap_s  # latency counts it
+        ranked = tuner.SEARCH_CAP_S if not r.settings.deviation else full.time_cap_s
+        assert r.settings.time_cap_s == ranked
+    assert backend.groups and all(len(g) <= 2 for g in backend.groups)
+
+
+def test_a_finalist_confirmed_elsewhere_is_measured_again_with_the_others(env):
+    # Another worker confirmed the search's best alone; a finalist it did not confirm
+    # is compared fairly only within one interleaved measurement: both are measured.
+    searched = {}
+    backend = SyntheticBackend()
+    objective = autoplace.make_objective("throughput")
+    for p in ("float32", "bfloat16"):
+        c = autoplace.Config("cpu:0", 8, p, 64)
+        searched[c] = backend.measure(autoplace.MeasureRequest("x.py", "0", "synthetic", c))
+    best = max(searched, key=lambda c: objective.score(searched[c]))
+    done = {best: [searched[best]]}
+    group = tuner._finalists_to_confirm(searched, done, objective, 3, frozenset())
+    assert set(group) == set(searched)
+    everyone = {c: [m] for c, m in searched.items()}
+    assert tuner._finalists_to_confirm(searched, everyone, objective, 3, frozenset()) == []
+
+
 def test_confirmation_overturns_a_lucky_search_draw(env):
     # float32 draws 10% fast in the search only, so the search ranks it first; the
-    # confirmation rounds measure it as it is, and bfloat16 wins.
+    # confirmation measures it as it is, and bfloat16 wins.
     def lucky(request):
         search = not request.settings.deviation
         return 0.9 if search and request.config.precision == "float32" else 1.0
@@ -145,7 +175,7 @@ def test_a_configuration_far_behind_is_not_a_finalist(env):
     # At batch 128 bfloat16 leads everything else by more than CONFIRM_REACH.
     backend = SyntheticBackend()
     result = run(env, backend, strategy=autoplace.Grid(), confirm=3)
-    assert [r.config for r in confirmations(backend)] == [result.best.config] * 2
+    assert [r.config for r in confirmations(backend)] == [result.best.config]
     assert (result.best.config.precision, result.best.config.batch_size) == ("bfloat16", 128)
     runner_up = result.runner_up
     assert runner_up.config.precision == "float32" and not runner_up.confirmed

@@ -62,6 +62,22 @@ def test_crash_is_a_status_and_the_next_measurement_gets_a_fresh_worker(
     assert subproc.starts == starts + 1
 
 
+def test_a_crash_among_several_is_measured_again_alone(subproc: SubprocessBackend) -> None:
+    # The crash takes the worker, and the group's other results, with it; they are
+    # measured again one by one, so no configuration is blamed for its neighbour.
+    reqs = [
+        request(model("tiny_mlp"), "mlp"),
+        request(model("crash"), "crash"),
+        request(model("tiny_mlp"), "mlp", batch_size=8),
+    ]
+    good, crashed, other = subproc.measure_together(reqs)
+    assert crashed.status == "crash" and "SIGSEGV" in crashed.reason
+    for m, batch in ((good, 4), (other, 8)):
+        assert m.status == "ok" and m.batch_size == batch
+        assert m.interleaved_with == 0  # measured alone, after the group died
+    assert_works(subproc)
+
+
 def test_error_in_user_code_keeps_the_worker(subproc: SubprocessBackend) -> None:
     assert_works(subproc)
     starts = subproc.starts
