@@ -21,7 +21,9 @@ large ones; and arms on one device tend to peak at similar batch sizes. So:
    single steps while its smallest measured batch is within ``sweep`` of its best
    (cheap, and a CPU can peak again at a batch small enough for its caches);
 3. measure every other arm at the leader's anchor, and refine those within
-   ``reach`` of the best the same way; if one overtakes the leader, it leads.
+   ``reach`` of the best in single steps around their best. One that overtakes the
+   leader leads, but the jumps and the sweep of step 2 are for one arm per device
+   (the one measured most), since arms on one device peak at similar batches.
 
 Out-of-memory (``too_big``/``oom``) at a batch rules out larger batches of that
 arm; an arm whose screen does not fit steps down until one does.
@@ -191,18 +193,23 @@ class Climb:
         leader = ranked[0]
         i_best, s_lead = best_of(leader)
         measured, i_anchor = table[leader], anchor(leader)
+        #    Only one arm per device is explored so (its *scout*: the one measured most):
+        #    arms on one device peak at similar batches, so an arm that overtakes the
+        #    scout, at the scout's anchor, is refined in single steps from there.
+        scout = max((a for a in ranked if a[0] == leader[0]), key=lambda a: len(table[a]))
+        explore = len(measured) >= len(table[scout])
         for seen, jumps in (
             (max(measured) > i_best, (i_best + 2, i_best + 1)),
             (min(measured) < i_best, (i_best - 2, i_best - 1)),
         ):
             j = next((j for j in jumps if free(leader, j)), None)
-            if not seen and j is not None:
+            if explore and not seen and j is not None:
                 return cfg(leader, j)
-        if i_anchor == max(measured):
+        if explore and i_anchor == max(measured):
             for j in (i_anchor + 2, i_anchor + 1):
                 if free(leader, j) and all(k not in measured for k in range(i_anchor + 1, j + 1)):
                     return cfg(leader, j)
-        if i_anchor == min(measured):
+        if explore and i_anchor == min(measured):
             for j in (i_anchor - 2, i_anchor - 1):
                 if free(leader, j) and all(k not in measured for k in range(j, i_anchor)):
                     return cfg(leader, j)
@@ -213,7 +220,8 @@ class Climb:
         #    scores within ``sweep`` of the best: small batches are cheap to measure,
         #    and a dip there does not prove that smaller ones lose
         i_low = min(measured)
-        if objective.gain(s_lead, measured[i_low]) <= self.sweep and free(leader, i_low - 1):
+        sweeping = explore and objective.gain(s_lead, measured[i_low]) <= self.sweep
+        if sweeping and free(leader, i_low - 1):
             return cfg(leader, i_low - 1)
         # 3. the others: try each at the leader's anchor; refine those within reach
         for arm in ranked[1:]:

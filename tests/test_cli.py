@@ -273,6 +273,7 @@ def test_show_says_what_the_scores_rest_on(
     autoplace.tune(
         model_file,
         batch_sizes=(8, 16, 32, 64, 128),
+        precisions=("bfloat16", "float16"),
         storage=f"sqlite:///{tmp_path / 's.db'}",
         out=out_file,
         strategy=autoplace.Grid(),
@@ -283,6 +284,6 @@ def test_show_says_what_the_scores_rest_on(
     text = " ".join(out.split())  # undo rich's wrapping
     assert "run on cpu:0 (cpu), batch 128, bfloat16" in text
     assert "(confirmed at full settings)" in text  # the lone finalist
-    # the runner-up (float32) is far behind, so it kept its search figures
-    assert "runner-up: cpu:0 float32 batch 128" in text
+    # the runner-up (float16) is far behind, so it kept its search figures
+    assert "runner-up: cpu:0 float16 batch 128" in text
     assert "search figures, not confirmed" in text

@@ -114,3 +114,21 @@ def test_climb_stops_sweeping_down_where_throughput_collapses():
     scores = drive(Climb(), space, throughput(), lambda c: float(c.batch_size))
     assert min(c.batch_size for c in scores) >= 64
     assert max(scores, key=lambda c: scores[c]).batch_size == 4096
+
+
+def test_climb_explores_one_arm_per_device_and_refines_an_overtaking_one():
+    # float32 leads at the screen (256) and is explored; bfloat16 is 10% faster at the
+    # batches float32 peaks at, so it overtakes there, and is refined in single steps
+    # around that peak rather than bracketed and swept again.
+    def curve(c: Config) -> float:
+        base = 1.0 / (1.0 + abs(math.log2(c.batch_size) - 6))  # peak at 64
+        if c.precision == "bfloat16":
+            return base * (1.1 if c.batch_size <= 128 else 0.9)
+        return base
+
+    space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    best = max(scores, key=lambda c: scores[c])
+    assert (best.precision, best.batch_size) == ("bfloat16", 64)
+    bf16 = sorted(c.batch_size for c in scores if c.precision == "bfloat16")
+    assert bf16 == [32, 64, 128, 256]  # screen, float32's anchor, its two neighbours
