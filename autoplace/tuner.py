@@ -44,7 +44,7 @@ _ATTR = "measurement"
 #: Time cap of each timed loop while searching; confirmations use the full settings.
 SEARCH_CAP_S = 0.3
 #: Configurations whose search score is within this of the search's best are finalists.
-CONFIRM_REACH = 0.30
+CONFIRM_REACH = 0.15
 _MAX_INT = 2**40
 
 
