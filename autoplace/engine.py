@@ -326,11 +326,13 @@ class Engine:
         compiles_before = self._compiles
         for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
             self._time_group(runs, fed, loop, cap)
-        if self._compiles != compiles_before:
+        compiles = self._compiles - compiles_before
+        if compiles:
             raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
         out = []
         for run in runs:
             run.fig["interleaved_with"] = len(runs) - 1
+            run.fig["timing_compiles"] = compiles
             if run.failure is None:
                 try:
                     self._finish(run)
@@ -378,7 +380,6 @@ class Engine:
             "workload": request.workload,
             "device_kind": device.device_kind,
             "compile_cache": "disabled",
-            "timing_compiles": 0,
         }
         run = _Run(request, fn, width, device, figures)
         try:

@@ -365,12 +365,12 @@ def tune(
         transfer_cap_s=settings.transfer_cap_s if latency else 0.0,
         warmup_steps=min(settings.warmup_steps, 1),
     )
+    ranked, other = (settings.time_cap_s, SEARCH_CAP_S), (SEARCH_CAP_S, settings.fed_time_cap_s)
+    confirm_step, confirm_fed = ranked if latency else other
     confirm_settings = dataclasses.replace(
         settings,
-        time_cap_s=settings.time_cap_s if latency else min(settings.time_cap_s, SEARCH_CAP_S),
-        fed_time_cap_s=min(settings.fed_time_cap_s, SEARCH_CAP_S)
-        if latency
-        else settings.fed_time_cap_s,
+        time_cap_s=min(settings.time_cap_s, confirm_step),
+        fed_time_cap_s=min(settings.fed_time_cap_s, confirm_fed),
     )
 
     with contextlib.ExitStack() as stack:
