@@ -140,7 +140,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         table.add_column(col, justify="left" if col in ("device", "precision") else "right")
     for i, s in enumerate(result.per_device_precision):
         m = s.measurement
-        spread = m.fed_step_spread if obj.name != "latency" else m.step_spread
+        spread = obj.spread(m)
         cells = [m.device, m.precision, str(m.batch_size)]
         cells += [str(m.width)] if several_widths else []
         cells += [
@@ -186,8 +186,32 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
             f"±{units.percent(runner['noise'])} — {verdict}"
             + ("" if runner.get("confirmed", True) else " (its search figures, not confirmed)")
         )
+    tie = within_noise(rec)
+    if tie:
+        console.print(tie)
     if result.out:
         console.print(f"recommendation written to [bold]{result.out}[/]")
+
+
+#: Why a winner that does not score best can lead (see ``tuner._preference``).
+PREFERENCE_TEXT = "of equals, autoplace picks float32 over lower precisions, then the smaller batch"
+
+
+def within_noise(rec: dict[str, Any]) -> str:
+    """The finalists the winner does not beat beyond the noise, in one line ('' if none)."""
+    tied = rec.get("within_noise") or []
+    if not tied:
+        return ""
+    names = ", ".join(
+        f"{t['device']} {t['precision']} batch {t['batch_size']} ({_behind(t['margin'])})"
+        for t in tied
+    )
+    return f"[yellow]equal within the noise:[/] {names} — {PREFERENCE_TEXT}"
+
+
+def _behind(margin: float) -> str:
+    """A runner's standing against the winner, from the winner's margin over it."""
+    return f"{units.percent(margin)} behind" if margin >= 0 else f"{units.percent(-margin)} ahead"
 
 
 def confirmation(votes: int, interleaved_with: int | None) -> str:
@@ -235,10 +259,13 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     if runner:
         console.print(
             f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
-            f"{units.percent(runner['margin'])} behind (noise ±{units.percent(runner['noise'])}"
+            f"{_behind(runner['margin'])} (noise ±{units.percent(runner['noise'])}"
             f"{'' if runner['significant'] else ', within noise'}"
             f"{'' if runner.get('confirmed', True) else '; search figures, not confirmed'})"
         )
+    tie = within_noise(rec)
+    if tie:
+        console.print(tie)
     for alt in doc.get("alternatives", []):
         console.print(
             f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "

@@ -29,6 +29,7 @@ import math
 import os
 import re
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -115,7 +116,12 @@ def time_steps(
     counts as the first chunk when it lasted ``sample_min_s`` already (a step that
     slow is timed one step a chunk anyway).
     """
-    return time_interleaved([run_chunk], [per_step_guess], settings, cap_s)[0]
+    return summarize(time_interleaved([run_chunk], [per_step_guess], settings, cap_s)[0])
+
+
+def summarize(samples: Sequence[float]) -> tuple[float, float, int]:
+    """(median, relative spread, count) of per-step seconds, one per timed chunk."""
+    return float(np.median(samples)), relative_spread(list(samples)), len(samples)
 
 
 def time_interleaved(
@@ -132,7 +138,9 @@ def time_interleaved(
     one after the other. Stops once every loop's chunks agree within
     ``settings.target_spread`` (after ``min_samples``), at ``max_samples``, or past
     ``cap_s`` per loop with at least three chunks each; a ``cap_s`` of 0 times one
-    chunk each. Returns (median seconds per step, relative spread, chunks) per loop.
+    chunk each. Returns, per loop, the seconds per step of each chunk in the order
+    timed: chunk ``i`` of every loop ran within one turn, so loops can be compared
+    chunk by chunk.
     """
     ks = [max(1, math.ceil(settings.sample_min_s / max(g, 1e-7))) for g in per_step_guesses]
     # A guess that is a one-step chunk already is a sample: slow steps are costly.
@@ -157,7 +165,7 @@ def time_interleaved(
     while not enough(len(samples[0])):
         for run, k, taken in zip(run_chunks, ks, samples, strict=True):
             taken.append(run(k) / k)
-    return [(float(np.median(t)), relative_spread(t), len(t)) for t in samples]
+    return samples
 
 
 def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
@@ -330,8 +338,10 @@ class Engine:
         if compiles:
             raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
         out = []
+        together = uuid.uuid4().hex if len(runs) > 1 else None
         for run in runs:
             run.fig["interleaved_with"] = len(runs) - 1
+            run.fig["interleave_id"] = together
             run.fig["timing_compiles"] = compiles
             if run.failure is None:
                 try:
@@ -357,9 +367,11 @@ class Engine:
             except ConfigFailure:
                 continue  # the failing run marked itself
             share = (time.perf_counter() - t) / len(live)
-            for r, (median, spread, n) in zip(live, timed, strict=True):
+            for r, chunks in zip(live, timed, strict=True):
+                median, spread, n = summarize(chunks)
                 prefix = "fed_" if fed else ""
                 r.fig[f"{prefix}step_s"], r.fig[f"{prefix}step_spread"] = median, spread
+                r.fig[f"{prefix}step_chunk_s"] = tuple(chunks)
                 if not fed:
                     r.fig["step_samples"] = n
                 r.fig["timing_s"] += share

@@ -11,6 +11,10 @@ Status = Literal["ok", "nonfinite", "oom", "too_big", "crash", "timeout", "error
 MEASURED: frozenset[str] = frozenset({"ok", "nonfinite"})
 
 
+#: Fields holding sequences: tuples here, lists in JSON.
+_TUPLES = ("compute_dtypes", "step_chunk_s", "fed_step_chunk_s")
+
+
 @dataclasses.dataclass(frozen=True)
 class Measurement:
     """Figures for one configuration of one workload. Times are in seconds.
@@ -50,9 +54,12 @@ class Measurement:
     #: Relative spread of the step samples: interquartile range / median.
     step_spread: float | None = None
     step_samples: int | None = None
+    #: Seconds per step of each timed chunk of the steady-state loop, in the order timed.
+    step_chunk_s: tuple[float, ...] = ()
     #: Steady-state time of one step including putting a fresh host batch on the device.
     fed_step_s: float | None = None
     fed_step_spread: float | None = None
+    fed_step_chunk_s: tuple[float, ...] = ()
     #: Host-to-device transfer of one batch, alone (median).
     transfer_s: float | None = None
     batch_bytes: int | None = None
@@ -83,6 +90,10 @@ class Measurement:
     #: How many other configurations' timed loops took turns with this one's, chunk by
     #: chunk (see ``autoplace.Backend.measure_together``); 0 when measured alone.
     interleaved_with: int | None = None
+    #: The same for every configuration of one ``measure_together`` call of several
+    #: (``None`` alone): chunk ``i`` of each was timed in one turn, so two such
+    #: measurements can be compared chunk by chunk, drift cancelled.
+    interleave_id: str | None = None
     #: Seconds spent starting a fresh worker for this measurement (0 when reused).
     worker_start_s: float | None = None
     #: Wall time of the whole measurement as seen by the caller (for configurations
@@ -96,14 +107,16 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["compute_dtypes"] = list(self.compute_dtypes)
+        for name in _TUPLES:
+            data[name] = list(data[name])
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in names}
-        kwargs["compute_dtypes"] = tuple(kwargs.get("compute_dtypes") or ())
+        for name in _TUPLES:
+            kwargs[name] = tuple(kwargs.get(name) or ())
         return cls(**kwargs)
 
     @classmethod

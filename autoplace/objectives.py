@@ -29,6 +29,8 @@ class Objective:
         direction: whether larger or smaller scores are better.
         unit: what the score is in, for display.
         run: the run length it was built with, recorded with the study.
+        loop: the timed loop the score rests on: ``fed`` (each step puts a fresh
+            host batch on the device) or ``step`` (the batch stays on the device).
     """
 
     name: str
@@ -36,9 +38,30 @@ class Objective:
     unit: str
     score_fn: Callable[[Measurement], float | None] = dataclasses.field(repr=False)
     run: dict[str, Any] = dataclasses.field(default_factory=dict)
+    loop: Literal["step", "fed"] = "fed"
 
     def score(self, m: Measurement) -> float | None:
         return self.score_fn(m) if m.measured else None
+
+    def spread(self, m: Measurement) -> float:
+        """The relative spread (IQR / median) of the loop the score rests on."""
+        value = m.step_spread if self.loop == "step" else m.fed_step_spread
+        return value or 0.0
+
+    def chunk_scores(self, m: Measurement) -> list[float]:
+        """The score once per timed chunk of its loop (that chunk's time standing in
+        for the median), in the order the chunks were timed."""
+        chunks = m.step_chunk_s if self.loop == "step" else m.fed_step_chunk_s
+        out = []
+        for t in chunks:
+            if self.loop == "step":
+                one = dataclasses.replace(m, step_s=t, samples_per_s=m.batch_size / t)
+            else:
+                one = dataclasses.replace(m, fed_step_s=t, fed_samples_per_s=m.batch_size / t)
+            score = self.score(one)
+            if score is not None:
+                out.append(score)
+        return out
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` beats score ``b``."""
@@ -73,7 +96,7 @@ def latency() -> Objective:
             return None
         return m.transfer_s + m.step_s
 
-    return Objective("latency", "minimize", "s", score)
+    return Objective("latency", "minimize", "s", score, loop="step")
 
 
 def time_to_finish(

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,6 +46,12 @@ _ATTR = "measurement"
 SEARCH_CAP_S = 0.3
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.15
+#: The one-sided level at which a finalist must beat another to count as faster.
+SIGNIFICANCE = 0.05
+#: Turns (chunks timed in turns) needed before two finalists are compared turn by turn.
+_MIN_TURNS = 5
+#: Among finalists equal within the noise, the precision preferred first.
+PRECISION_PREFERENCE = ("float32", "bfloat16", "float16")
 _MAX_INT = 2**40
 
 
@@ -103,26 +110,82 @@ class TuneResult:
         return rows[1] if len(rows) > 1 else None
 
 
-def _spread(m: Measurement, objective: Objective) -> float:
-    """The relative noise of the figure the objective mostly rests on."""
-    value = m.step_spread if objective.name == "latency" else m.fed_step_spread
-    return value or 0.0
-
-
 def _noise(s: Scored, objective: Objective) -> float:
     """A score's relative noise: its loop's spread, or, when confirmed, how far its
     measurements' scores lie apart (relative range), whichever is larger."""
-    spread = _spread(s.measurement, objective)
+    spread = objective.spread(s.measurement)
     if len(s.votes) >= 2:
         spread = max(spread, (max(s.votes) - min(s.votes)) / abs(s.score))
     return spread
 
 
+def _paired_ratios(objective: Objective, a: Scored, b: Scored) -> list[float] | None:
+    """Turn by turn, how many times better ``a`` scored than ``b`` (1.0: equal), when
+    the two were timed in turns in one call with at least ``_MIN_TURNS`` turns;
+    else ``None``."""
+    ma, mb = a.measurement, b.measurement
+    if ma.interleave_id is None or ma.interleave_id != mb.interleave_id:
+        return None
+    sa, sb = objective.chunk_scores(ma), objective.chunk_scores(mb)
+    if len(sa) != len(sb) or len(sa) < _MIN_TURNS:
+        return None
+    return [1.0 + objective.gain(x, y) for x, y in zip(sa, sb, strict=True)]
+
+
+def lower_bound(values: Sequence[float], alpha: float) -> float:
+    """A one-sided ``1 - alpha`` lower confidence bound for the median of ``values``
+    (the sign test's order statistic: assumes nothing about their distribution);
+    ``-inf`` when there are too few values for one."""
+    n, ordered = len(values), sorted(values)
+    k, below = 0, 0.0
+    while k < n and below + math.comb(n, k) / 2**n <= alpha:  # P(Binomial(n, 1/2) <= k)
+        below += math.comb(n, k) / 2**n
+        k += 1
+    return ordered[k - 1] if k else -math.inf
+
+
 def margin(objective: Objective, best: Scored, other: Scored) -> dict[str, Any]:
-    """How far ``best`` beats ``other``, next to the noise of both scores."""
-    gain = objective.gain(best.score, other.score)
-    noise = max(_noise(best, objective), _noise(other, objective))
-    return {"margin": gain, "noise": noise, "significant": gain > noise}
+    """How far ``best`` beats ``other``, the noise of that figure, and whether the
+    difference is real.
+
+    For two configurations timed in turns (finalists measured together), the
+    comparison is paired, turn by turn, which cancels drift: ``margin`` is the
+    median of the per-turn ratios less one, ``noise`` how far below it their
+    ``1 - SIGNIFICANCE`` lower confidence bound lies, and the difference is real
+    when that bound is above 1. Otherwise ``margin`` compares the two scores and
+    ``noise`` is the larger of their own (see :func:`_noise`).
+    """
+    ratios = _paired_ratios(objective, best, other)
+    if ratios is None:
+        gain = objective.gain(best.score, other.score)
+        noise = max(_noise(best, objective), _noise(other, objective))
+        return {"margin": gain, "noise": noise, "significant": gain > noise, "basis": "scores"}
+    middle, low = statistics.median(ratios), lower_bound(ratios, SIGNIFICANCE)
+    return {
+        "margin": middle - 1.0,
+        "noise": middle - low,
+        "significant": low > 1.0,
+        "basis": f"paired over {len(ratios)} turns",
+    }
+
+
+def _preference(objective: Objective, s: Scored) -> tuple:
+    """Among configurations equal within the noise: full precision first, then the
+    smallest batch (least memory), then the better score."""
+    m = s.measurement
+    rank = PRECISION_PREFERENCE.index(m.precision) if m.precision in PRECISION_PREFERENCE else 9
+    sign = -1.0 if objective.direction == "maximize" else 1.0
+    return (rank, m.batch_size, sign * s.score)
+
+
+def _in_the_running(ranked: list[Scored], objective: Objective) -> list[Scored]:
+    """The confirmed configurations no other confirmed one beats beyond the noise."""
+    confirmed = [s for s in ranked if s.confirmed]
+    return [
+        s
+        for s in confirmed
+        if not any(o is not s and margin(objective, o, s)["significant"] for o in confirmed)
+    ]
 
 
 # --- options -------------------------------------------------------------------------
@@ -353,9 +416,9 @@ def tune(
     strategy = strategy or Climb()
     # While searching, the loop the objective rests on gets the search cap, the other
     # one (and the transfer, unless latency counts it) the minimum, and one warm-up
-    # step follows the first call. Finalists get the
-    # full settings for the loop that ranks them, and the search cap for the other.
-    latency = obj.name == "latency"
+    # step follows the first call. Finalists get the full settings for the loop that
+    # ranks them, and the search cap for the other; the transfer as while searching.
+    latency = obj.loop == "step"
     step_cap, fed_cap = (SEARCH_CAP_S, 0.0) if latency else (0.0, SEARCH_CAP_S)
     search_settings = dataclasses.replace(
         settings,
@@ -371,6 +434,7 @@ def tune(
         settings,
         time_cap_s=min(settings.time_cap_s, confirm_step),
         fed_time_cap_s=min(settings.fed_time_cap_s, confirm_fed),
+        transfer_cap_s=search_settings.transfer_cap_s,
     )
 
     with contextlib.ExitStack() as stack:
@@ -613,7 +677,14 @@ def _scored(
         elif m.status == "ok":
             out.append(Scored(m, obj.score(m)))
     sign = -1.0 if obj.direction == "maximize" else 1.0
-    return sorted(out, key=lambda x: (not x.confirmed, sign * x.score))
+    ranked = sorted(out, key=lambda x: (not x.confirmed, sign * x.score))
+    # A winner by less than the noise is no winner: of the confirmed configurations
+    # none beats beyond it, the preferred one (full precision, smallest batch) leads.
+    running = _in_the_running(ranked, obj)
+    if running:
+        chosen = min(running, key=lambda s: _preference(obj, s))
+        ranked = [chosen, *(s for s in ranked if s is not chosen)]
+    return ranked
 
 
 def _best(
@@ -730,6 +801,18 @@ def recommendation_document(
             "score": runner.score,
             **margin(obj, best, runner),
         }
+    if best is not None and best.confirmed:
+        # Finalists no finalist beats beyond the noise: the winner is the preferred one.
+        tied = [s for s in _in_the_running(ranked, obj) if s is not best]
+        if tied:
+            doc["recommendation"]["within_noise"] = [
+                {
+                    **{k: v for k, v in _placement(s).items() if k != "figures"},
+                    "score": s.score,
+                    **margin(obj, best, s),
+                }
+                for s in tied
+            ]
     if best is not None:
         doc["alternatives"] = [
             _placement(next(s for s in ranked if s.measurement.device == d))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import line_of, model
-from synthetic import SyntheticBackend
+from synthetic import SyntheticBackend, bfloat16_just_ahead
 
 import autoplace
 from autoplace.cli import main
@@ -264,20 +264,30 @@ def test_show_damaged_or_future_file(
     assert_one_line_error(code, out, err, fragment)
 
 
-def test_show_says_what_the_scores_rest_on(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def _tuned_file(
+    tmp_path: Path, backend: SyntheticBackend, batches: tuple[int, ...], precisions: tuple[str, ...]
+) -> Path:
+    """A recommendation file from a grid over the synthetic backend."""
     out_file = tmp_path / "autoplace.toml"
     model_file = tmp_path / "model.py"
     model_file.write_text("# synthetic\n")
     autoplace.tune(
         model_file,
-        batch_sizes=(8, 16, 32, 64, 128),
-        precisions=("bfloat16", "float16"),
+        batch_sizes=batches,
+        precisions=precisions,
         storage=f"sqlite:///{tmp_path / 's.db'}",
         out=out_file,
         strategy=autoplace.Grid(),
-        backend=SyntheticBackend(),
+        backend=backend,
+    )
+    return out_file
+
+
+def test_show_says_what_the_scores_rest_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = _tuned_file(
+        tmp_path, SyntheticBackend(), (8, 16, 32, 64, 128), ("bfloat16", "float16")
     )
     code, out, err = run_cli(capsys, "show", str(out_file))
     assert code == 0, err
@@ -287,3 +297,16 @@ def test_show_says_what_the_scores_rest_on(
     # the runner-up (float16) is far behind, so it kept its search figures
     assert "runner-up: cpu:0 float16 batch 128" in text
     assert "search figures, not confirmed" in text
+
+
+def test_show_names_the_finalists_equal_within_the_noise(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    backend = SyntheticBackend(slowdown=bfloat16_just_ahead, turn_noise=0.05)
+    out_file = _tuned_file(tmp_path, backend, (64,), ("float32", "bfloat16"))
+    code, out, err = run_cli(capsys, "show", str(out_file))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "run on cpu:0 (cpu), batch 64, float32" in text
+    assert "equal within the noise: cpu:0 bfloat16 batch 64" in text
+    assert "autoplace picks float32 over lower precisions, then the smaller batch" in text

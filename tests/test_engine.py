@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -138,15 +139,16 @@ def test_time_interleaved_takes_turns_chunk_by_chunk() -> None:
         [loop("A", 1e-3), loop("B", 2e-3), loop("C", 4e-3)], [1e-3, 2e-3, 4e-3], settings, 60.0
     )
     assert order == ["A", "B", "C"] * 3  # all agree after min_samples: stop together
-    assert [t[0] for t in timed] == pytest.approx([1e-3, 2e-3, 4e-3])
-    assert [t[2] for t in timed] == [3, 3, 3]
+    assert [statistics.median(t) for t in timed] == pytest.approx([1e-3, 2e-3, 4e-3])
+    assert [len(t) for t in timed] == [3, 3, 3]
 
 
 def test_time_interleaved_waits_for_every_loop_to_settle() -> None:
     steady, noisy = _FakeChunks([1e-3]), _FakeChunks([1e-3, 2e-3])
     settings = MeasureSettings(min_samples=3, max_samples=8)
     timed = time_interleaved([steady, noisy], [1e-3, 1e-3], settings, cap_s=60.0)
-    assert [n for _, _, n in timed] == [8, 8]  # the noisy one never settles: max_samples
+    assert [len(t) for t in timed] == [8, 8]  # the noisy one never settles: max_samples
+    assert timed[1] == pytest.approx([1e-3, 2e-3] * 4)  # each chunk's time, in order
     assert len(steady.sizes) == len(noisy.sizes) == 8
 
 
@@ -160,7 +162,7 @@ def test_time_interleaved_time_cap_is_per_loop() -> None:
     timed = time_interleaved([sleeper, sleeper], [0.01, 0.01], settings, cap_s=0.05)
     elapsed = time.perf_counter() - t
     assert 0.1 <= elapsed < 0.3  # two loops: twice the cap, not the cap
-    assert timed[0][2] == timed[1][2] >= 3
+    assert len(timed[0]) == len(timed[1]) >= 3
 
 
 def test_compute_dtypes_of_lowered_programs() -> None:
@@ -596,8 +598,14 @@ def test_measure_together_times_the_loops_in_turns(inproc: InProcessBackend) -> 
         assert m.fed_step_s > 0 and m.samples_per_s == pytest.approx(batch / m.step_s)
     assert first.step_samples == second.step_samples  # the same number of turns each
     assert broken.interleaved_with == 2
+    # Each chunk's time is kept, so the two can be compared turn by turn.
+    assert first.interleave_id == second.interleave_id == broken.interleave_id is not None
+    assert len(first.step_chunk_s) == first.step_samples == len(second.step_chunk_s)
+    assert len(first.fed_step_chunk_s) == len(second.fed_step_chunk_s) >= 1
+    assert first.fed_step_s == pytest.approx(statistics.median(first.fed_step_chunk_s))
     alone = inproc.measure(reqs[0])
     assert alone.interleaved_with == 0 and alone.compile_cached
+    assert alone.interleave_id is None and alone.step_chunk_s
 
 
 def test_a_configuration_failing_in_the_timed_loop_drops_out(

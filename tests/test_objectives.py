@@ -74,3 +74,12 @@ def test_time_to_finish_needs_one_positive_run_length(kwargs):
 def test_unknown_objective():
     with pytest.raises(BadInputError, match="throughput"):
         make_objective("speed")
+
+
+def test_chunk_scores_follow_the_loop_the_score_rests_on():
+    m = measured(step_chunk_s=(0.01, 0.02), fed_step_chunk_s=(0.02, 0.04, 0.08))
+    assert throughput().chunk_scores(m) == pytest.approx([1600.0, 800.0, 400.0])
+    assert latency().chunk_scores(m) == pytest.approx([0.014, 0.024])
+    assert time_to_finish(steps=11).chunk_scores(m) == pytest.approx([2.95, 3.15, 3.55])
+    assert throughput().spread(measured(fed_step_spread=0.2, step_spread=0.1)) == 0.2
+    assert latency().spread(measured(fed_step_spread=0.2, step_spread=0.1)) == 0.1

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import dataclasses
+import math
+import statistics
+
 import optuna
 import pytest
 from conftest import model
-from synthetic import SyntheticBackend
+from synthetic import SyntheticBackend, bfloat16_just_ahead
 
 import autoplace
 from autoplace import BadInputError, tuner
@@ -117,6 +121,7 @@ def test_finalists_are_confirmed_together(env):
     for r in confirmations(backend):
         assert r.settings.fed_time_cap_s == full.fed_time_cap_s  # throughput ranks on it
         assert r.settings.time_cap_s == tuner.SEARCH_CAP_S
+        assert r.settings.transfer_cap_s == 0.0  # three puts: throughput does not rank on it
     for r in searched:
         assert r.settings.fed_time_cap_s == tuner.SEARCH_CAP_S
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
@@ -266,3 +271,65 @@ def test_the_margin_counts_how_far_a_confirmed_scores_votes_lie_apart():
     assert found["noise"] == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
     assert found["significant"] is False
     assert tuner.margin(objective, tuner.Scored(m, 110.0), other)["significant"] is True
+
+
+def test_lower_bound_is_the_sign_tests_order_statistic():
+    values = [float(v) for v in range(20, 0, -1)]
+    # P(Binomial(20, 1/2) <= 5) = 0.021 <= 0.05 < P(<= 6) = 0.058: the 6th smallest
+    assert tuner.lower_bound(values, 0.05) == 6.0
+    assert tuner.lower_bound(values[:5], 0.05) == 16.0  # the least of five: p = 1/32
+    assert tuner.lower_bound(values[:4], 0.05) == -math.inf  # four can never be enough
+
+
+def _together(fed_chunks, precision, batch=8):
+    m = autoplace.Measurement(
+        "ok", "", "cpu:0", batch, precision, None, fed_step_chunk_s=tuple(fed_chunks),
+        fed_step_s=statistics.median(fed_chunks), fed_step_spread=0.3, interleave_id="g",
+        fed_samples_per_s=batch / statistics.median(fed_chunks),
+    )  # fmt: skip
+    objective = autoplace.make_objective("throughput")
+    return tuner.Scored(m, objective.score(m), votes=(objective.score(m),))
+
+
+def test_finalists_timed_in_turns_are_compared_turn_by_turn():
+    # The machine drifts by +-30% between turns, a spread ten times the 3% difference;
+    # turn by turn the faster one wins every time, so the difference is real.
+    objective = autoplace.make_objective("throughput")
+    drift = [1.0, 1.3, 0.7, 1.1, 0.9, 1.25, 0.75, 1.0]
+    fast = _together([0.97 * d for d in drift], "bfloat16")
+    slow = _together(drift, "float32")
+    found = tuner.margin(objective, fast, slow)
+    assert found["margin"] == pytest.approx(1 / 0.97 - 1)
+    assert found["significant"] is True and found["basis"] == "paired over 8 turns"
+    assert tuner.margin(objective, slow, fast)["significant"] is False
+    # Timed in different calls, the same figures are only as good as their spread.
+    apart = tuner.Scored(dataclasses.replace(slow.measurement, interleave_id="h"), slow.score)
+    assert tuner.margin(objective, fast, apart)["significant"] is False
+    # Within the noise the winner is float32 (then the smaller batch); beyond it, the faster.
+    assert tuner._scored({}, objective, {}) == []
+    mixed = [1.0 + 0.04 * (-1) ** i for i in range(8)]
+    even = _together([0.99 * d * x for d, x in zip(drift, mixed, strict=True)], "bfloat16")
+    first = tuner._scored({even.config: even.measurement, slow.config: slow.measurement},
+                          objective, {even.config: even, slow.config: slow})[0]  # fmt: skip
+    assert even.score > slow.score and first.config.precision == "float32"
+    first = tuner._scored({fast.config: fast.measurement, slow.config: slow.measurement},
+                          objective, {fast.config: fast, slow.config: slow})[0]  # fmt: skip
+    assert first.config.precision == "bfloat16"
+
+
+def test_of_finalists_equal_within_the_noise_the_file_recommends_float32(env):
+    # bfloat16 is made 0.5% faster than float32 at every batch, well inside each turn's
+    # +-5% jitter: no finalist beats another beyond the noise, so the winner is the
+    # full-precision one, and the file lists the others as equal within the noise.
+    backend = SyntheticBackend(slowdown=bfloat16_just_ahead, turn_noise=0.05)
+    precisions = ("float32", "bfloat16")
+    result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
+                 precisions=precisions)  # fmt: skip
+    assert backend.groups == [[autoplace.Config("cpu:0", 64, p, 64) for p in precisions[::-1]]]
+    by_precision = {s.config.precision: s for s in result.per_device_precision}
+    assert by_precision["bfloat16"].score > by_precision["float32"].score
+    assert result.best.config.precision == "float32"
+    doc = rec.read(env["out"])
+    tied = doc["recommendation"]["within_noise"]
+    assert [t["precision"] for t in tied] == ["bfloat16"] and tied[0]["significant"] is False
+    assert tied[0]["margin"] <= tied[0]["noise"]  # turn by turn, either may lead
