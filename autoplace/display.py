@@ -209,6 +209,11 @@ def within_noise(rec: dict[str, Any]) -> str:
     return f"[yellow]equal within the noise:[/] {names} — {PREFERENCE_TEXT}"
 
 
+def _spread_text(spread: float | None, chunks: int | None) -> str:
+    """A loop's spread, or why it has none: a loop timed in one chunk (a glance)."""
+    return "- (one chunk)" if chunks == 1 else units.percent(spread)
+
+
 def _behind(margin: float) -> str:
     """A runner's standing against the winner, from the winner's margin over it."""
     return f"{units.percent(margin)} behind" if margin >= 0 else f"{units.percent(-margin)} ahead"
@@ -245,8 +250,9 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     for label, value in (
         ("score", f"{_score_text(fig.get('score'), obj.get('unit', ''))} ({basis})"),
         ("steady step", units.seconds(fig.get("step_s"))),
-        ("spread", units.percent(fig.get("step_spread"))),
+        ("spread", _spread_text(fig.get("step_spread"), fig.get("step_samples"))),
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),
+        ("spread (fed)", units.percent(fig.get("fed_step_spread"))),
         ("compile", units.seconds(fig.get("compile_s"))),
         ("first call", units.seconds(fig.get("first_call_s"))),
         ("transfer", units.seconds(fig.get("transfer_s"))),

@@ -20,8 +20,10 @@ large ones; and arms on one device tend to peak at similar batch sizes. So:
    edge of what it has measured, then single steps around its best, and down in
    single steps while its smallest measured batch is within ``sweep`` of its best
    (cheap, and a CPU can peak again at a batch small enough for its caches);
-3. measure every other arm at the leader's anchor, and refine those within
-   ``reach`` of the best in single steps around their best. One that overtakes the
+3. measure every other arm at the leader's anchor (unless it trails the leader by
+   more than ``drop`` at every batch both have measured: emulated precisions on a CPU
+   run at half speed or less), and refine those within ``reach`` of the best in
+   single steps around their best. One that overtakes the
    leader leads, but the jumps and the sweep of step 2 are for one arm per device
    (the one measured most), since arms on one device peak at similar batches.
 
@@ -113,12 +115,15 @@ class Climb:
             behind the best is not refined.
         sweep: the leader is measured at ever smaller batches while its smallest
             measured batch scores within this of its best.
+        drop: an arm the leader beats by more than this at every batch both have
+            measured is not tried at the leader's anchor (1.0: at twice the speed).
     """
 
     start_batch: int | None = None
     noise: float = 0.05
     reach: float = 0.10
     sweep: float = 0.50
+    drop: float = 1.0
 
     def _start(self, batches: tuple[int, ...], objective: Objective) -> int:
         if self.start_batch is not None:
@@ -223,9 +228,16 @@ class Climb:
         sweeping = explore and objective.gain(s_lead, measured[i_low]) <= self.sweep
         if sweeping and free(leader, i_low - 1):
             return cfg(leader, i_low - 1)
-        # 3. the others: try each at the leader's anchor; refine those within reach
+
+        # 3. the others: try each at the leader's anchor, unless the leader beats it by
+        #    more than ``drop`` wherever both were measured; refine those within reach
+        def trails(arm: tuple) -> bool:
+            common = table[leader].keys() & table[arm].keys()
+            gains = [objective.gain(table[leader][i], table[arm][i]) for i in common]
+            return bool(gains) and min(gains) > self.drop
+
         for arm in ranked[1:]:
-            if i_anchor not in table[arm] and free(arm, i_anchor):
+            if i_anchor not in table[arm] and free(arm, i_anchor) and not trails(arm):
                 return cfg(arm, i_anchor)
         for arm in ranked[1:]:
             if objective.gain(s_lead, best_of(arm)[1]) <= self.reach:

@@ -415,26 +415,22 @@ def tune(
         settings = dataclasses.replace(settings, max_memory=max_memory)
     strategy = strategy or Climb()
     # While searching, the loop the objective rests on gets the search cap, the other
-    # one (and the transfer, unless latency counts it) the minimum, and one warm-up
-    # step follows the first call. Finalists get the full settings for the loop that
-    # ranks them, and the search cap for the other; the transfer as while searching.
-    latency = obj.loop == "step"
-    step_cap, fed_cap = (SEARCH_CAP_S, 0.0) if latency else (0.0, SEARCH_CAP_S)
+    # one (and the transfer, unless latency counts it) a glance, and one warm-up step
+    # follows the first call. Finalists are measured the same way, but with the full
+    # settings' cap for the loop that ranks them and the float32 comparison.
+    ranked_loop = "time_cap_s" if obj.loop == "step" else "fed_time_cap_s"
+    glance = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0}
     search_settings = dataclasses.replace(
         settings,
         deviation=False,
-        time_cap_s=min(settings.time_cap_s, step_cap),
-        fed_time_cap_s=min(settings.fed_time_cap_s, fed_cap),
-        transfer_cap_s=settings.transfer_cap_s if latency else 0.0,
+        transfer_cap_s=settings.transfer_cap_s if obj.name == "latency" else 0.0,
         warmup_steps=min(settings.warmup_steps, 1),
+        **{**glance, ranked_loop: min(getattr(settings, ranked_loop), SEARCH_CAP_S)},
     )
-    ranked, other = (settings.time_cap_s, SEARCH_CAP_S), (SEARCH_CAP_S, settings.fed_time_cap_s)
-    confirm_step, confirm_fed = ranked if latency else other
     confirm_settings = dataclasses.replace(
-        settings,
-        time_cap_s=min(settings.time_cap_s, confirm_step),
-        fed_time_cap_s=min(settings.fed_time_cap_s, confirm_fed),
-        transfer_cap_s=search_settings.transfer_cap_s,
+        search_settings,
+        deviation=settings.deviation,
+        **{ranked_loop: getattr(settings, ranked_loop)},
     )
 
     with contextlib.ExitStack() as stack:
@@ -722,7 +718,9 @@ def _figures(s: Scored) -> dict[str, Any]:
         "interleaved_with": m.interleaved_with,
         "step_s": m.step_s,
         "step_spread": m.step_spread,
+        "step_samples": m.step_samples,
         "fed_step_s": m.fed_step_s,
+        "fed_step_spread": m.fed_step_spread,
         "samples_per_s": m.samples_per_s,
         "fed_samples_per_s": m.fed_samples_per_s,
         "lower_s": m.lower_s,

@@ -132,3 +132,17 @@ def test_climb_explores_one_arm_per_device_and_refines_an_overtaking_one():
     assert (best.precision, best.batch_size) == ("bfloat16", 64)
     bf16 = sorted(c.batch_size for c in scores if c.precision == "bfloat16")
     assert bf16 == [32, 64, 128, 256]  # screen, float32's anchor, its two neighbours
+
+
+@pytest.mark.parametrize(("slower", "tried"), [(2.5, False), (1.8, True)])
+def test_climb_drops_an_arm_far_behind_wherever_both_ran(slower, tried):
+    # bfloat16 emulated at 2.5x the time of float32 at every batch is never tried at
+    # float32's peak; at 1.8x, it is (the gap could close there).
+    def curve(c: Config) -> float:
+        base = 1.0 / (1.0 + abs(math.log2(c.batch_size) - 6))  # peak at 64
+        return base / slower if c.precision == "bfloat16" else base
+
+    space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    bf16 = sorted(c.batch_size for c in scores if c.precision == "bfloat16")
+    assert bf16 == ([64, 256] if tried else [256])  # the screen (256), float32's anchor (64)

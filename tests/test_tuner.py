@@ -120,8 +120,10 @@ def test_finalists_are_confirmed_together(env):
     full = autoplace.MeasureSettings()
     for r in confirmations(backend):
         assert r.settings.fed_time_cap_s == full.fed_time_cap_s  # throughput ranks on it
-        assert r.settings.time_cap_s == tuner.SEARCH_CAP_S
-        assert r.settings.transfer_cap_s == 0.0  # three puts: throughput does not rank on it
+        # the rest as while searching: the other loop and the transfer glanced at, and
+        # one warm-up step (the executable ran in the search already)
+        assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
+        assert r.settings.warmup_steps == 1
     for r in searched:
         assert r.settings.fed_time_cap_s == tuner.SEARCH_CAP_S
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
@@ -141,7 +143,7 @@ def test_latency_searches_on_the_step_loop_and_times_the_transfer(env):
     for r in backend.measured:
         assert r.settings.transfer_cap_s == full.transfer_cap_s  # latency counts it
         ranked = tuner.SEARCH_CAP_S if not r.settings.deviation else full.time_cap_s
-        assert r.settings.time_cap_s == ranked
+        assert r.settings.time_cap_s == ranked and r.settings.fed_time_cap_s == 0.0
     assert backend.groups and all(len(g) <= 2 for g in backend.groups)
 
 
