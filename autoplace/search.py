@@ -22,7 +22,7 @@ large ones; and arms on one device tend to peak at similar batch sizes. So:
    (cheap, and a CPU can peak again at a batch small enough for its caches);
 3. measure every other arm at the leader's anchor (unless it trails the leader by
    more than ``drop`` at every batch both have measured: emulated precisions on a CPU
-   run at half speed or less), and refine those within ``reach`` of the best in
+   can run at half speed or less), and refine those within ``reach`` of the best in
    single steps around their best. One that overtakes the
    leader leads, but the jumps and the sweep of step 2 are for one arm per device
    (the one measured most), since arms on one device peak at similar batches.
@@ -116,14 +116,14 @@ class Climb:
         sweep: the leader is measured at ever smaller batches while its smallest
             measured batch scores within this of its best.
         drop: an arm the leader beats by more than this at every batch both have
-            measured is not tried at the leader's anchor (1.0: at twice the speed).
+            measured is not tried at the leader's anchor (0.5: at 1.5 times the speed).
     """
 
     start_batch: int | None = None
     noise: float = 0.05
     reach: float = 0.10
     sweep: float = 0.50
-    drop: float = 1.0
+    drop: float = 0.5
 
     def _start(self, batches: tuple[int, ...], objective: Objective) -> int:
         if self.start_batch is not None:

@@ -415,16 +415,18 @@ def tune(
         settings = dataclasses.replace(settings, max_memory=max_memory)
     strategy = strategy or Climb()
     # While searching, the loop the objective rests on gets the search cap, the other
-    # one (and the transfer, unless latency counts it) a glance, and one warm-up step
-    # follows the first call. Finalists are measured the same way, but with the full
-    # settings' cap for the loop that ranks them and the float32 comparison.
+    # one (and the transfer, unless latency counts it) a glance. One warm-up step
+    # follows the first call, none when the ranked loop is the fed one: the step
+    # loop's glance, timed first, warms it. Finalists are measured the same way, but
+    # with the full settings' cap for the loop that ranks them and the float32
+    # comparison.
     ranked_loop = "time_cap_s" if obj.loop == "step" else "fed_time_cap_s"
     glance = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0}
     search_settings = dataclasses.replace(
         settings,
         deviation=False,
         transfer_cap_s=settings.transfer_cap_s if obj.name == "latency" else 0.0,
-        warmup_steps=min(settings.warmup_steps, 1),
+        warmup_steps=min(settings.warmup_steps, 1 if obj.loop == "step" else 0),
         **{**glance, ranked_loop: min(getattr(settings, ranked_loop), SEARCH_CAP_S)},
     )
     confirm_settings = dataclasses.replace(

@@ -134,10 +134,10 @@ def test_climb_explores_one_arm_per_device_and_refines_an_overtaking_one():
     assert bf16 == [32, 64, 128, 256]  # screen, float32's anchor, its two neighbours
 
 
-@pytest.mark.parametrize(("slower", "tried"), [(2.5, False), (1.8, True)])
+@pytest.mark.parametrize(("slower", "tried"), [(1.8, False), (1.4, True)])
 def test_climb_drops_an_arm_far_behind_wherever_both_ran(slower, tried):
-    # bfloat16 emulated at 2.5x the time of float32 at every batch is never tried at
-    # float32's peak; at 1.8x, it is (the gap could close there).
+    # bfloat16 emulated at 1.8x the time of float32 at every batch is never tried at
+    # float32's peak; at 1.4x, it is (the gap could close there).
     def curve(c: Config) -> float:
         base = 1.0 / (1.0 + abs(math.log2(c.batch_size) - 6))  # peak at 64
         return base / slower if c.precision == "bfloat16" else base

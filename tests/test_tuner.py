@@ -121,9 +121,9 @@ def test_finalists_are_confirmed_together(env):
     for r in confirmations(backend):
         assert r.settings.fed_time_cap_s == full.fed_time_cap_s  # throughput ranks on it
         # the rest as while searching: the other loop and the transfer glanced at, and
-        # one warm-up step (the executable ran in the search already)
+        # no warm-up step: the step loop's glance warms the fed loop
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
-        assert r.settings.warmup_steps == 1
+        assert r.settings.warmup_steps == 0
     for r in searched:
         assert r.settings.fed_time_cap_s == tuner.SEARCH_CAP_S
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
