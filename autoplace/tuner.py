@@ -394,10 +394,12 @@ def tune(
     measurements, or ``timeout`` seconds (a measurement in flight finishes). The
     search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
     comparison); then up to ``confirm`` finalists (the search's best, and the next
-    ones within ``CONFIRM_REACH`` of it) are measured again together, with
-    ``settings``, their timed loops taking turns chunk by chunk (A B C A B C), and
-    ranked on that, so the winner is never a lucky draw nor a victim of drift.
-    Executables compiled while searching are reused. A
+    ones within ``CONFIRM_REACH`` of it) are measured again together, the loop the
+    objective ranks on with ``settings``' cap, their timed loops taking turns chunk
+    by chunk (A B C A B C), and compared turn by turn (see :func:`margin`), so the
+    winner is never a lucky draw nor a victim of drift. Of the finalists no other
+    beats beyond the noise, the winner is float32 if one is, then the smallest
+    batch. Executables compiled while searching are reused. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """
@@ -666,7 +668,8 @@ def _scored(
 ) -> list[Scored]:
     """Measured configurations, best first. Confirmed ones (in ``verdicts``) carry their
     confirmed score and rank before the rest, so a quick search measurement never
-    beats a confirmed one by a lucky draw."""
+    beats a confirmed one by a lucky draw; of the confirmed ones that no other beats
+    beyond the noise, the preferred (see :func:`_preference`) leads."""
     verdicts = verdicts or {}
     out = []
     for c, m in measurements.items():
