@@ -129,7 +129,7 @@ def time_interleaved(
     per_step_guesses: Sequence[float],
     settings: MeasureSettings,
     cap_s: float,
-) -> list[tuple[float, float, int]]:
+) -> list[list[float]]:
     """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
 
     Every loop gets the same number of chunks, each about ``settings.sample_min_s``
