@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import math
 import os
 import re
@@ -135,12 +136,14 @@ def time_interleaved(
     Every loop gets the same number of chunks, each about ``settings.sample_min_s``
     long, so a machine that drifts (another process, clocks, heat) slows them
     alike and their comparison keeps what the drift would have spoilt when timed
-    one after the other. Stops once every loop's chunks agree within
-    ``settings.target_spread`` (after ``min_samples``), at ``max_samples``, or past
-    ``cap_s`` per loop with at least three chunks each; a ``cap_s`` of 0 times one
-    chunk each. Returns, per loop, the seconds per step of each chunk in the order
-    timed: chunk ``i`` of every loop ran within one turn, so loops can be compared
-    chunk by chunk.
+    one after the other. Stops after ``min_samples`` turns once the comparison is
+    settled: every loop's chunks agree within ``settings.target_spread``, or, with
+    several loops, every two loops' turn-by-turn ratios do (drift moves both
+    loops of a turn, so their ratio settles long before their times do); else at
+    ``max_samples``, or past ``cap_s`` per loop with at least three chunks each. A
+    ``cap_s`` of 0 times one chunk each. Returns, per loop, the seconds per step of
+    each chunk in the order timed: chunk ``i`` of every loop ran within one turn,
+    so loops can be compared chunk by chunk.
     """
     ks = [max(1, math.ceil(settings.sample_min_s / max(g, 1e-7))) for g in per_step_guesses]
     # A guess that is a one-step chunk already is a sample: slow steps are costly.
@@ -149,14 +152,23 @@ def time_interleaved(
         samples = [[g] for g in per_step_guesses]
     start = time.perf_counter()
 
+    def settled() -> bool:
+        if all(relative_spread(t) <= settings.target_spread for t in samples):
+            return True
+        ratios = (
+            [x / y for x, y in zip(a, b, strict=True)]
+            for a, b in itertools.combinations(samples, 2)
+        )
+        return len(samples) > 1 and all(
+            relative_spread(r) <= settings.target_spread for r in ratios
+        )
+
     def enough(n: int) -> bool:
         if n == 0:
             return False
         if cap_s <= 0:
             return True  # a glance: one chunk, for the loop a quick measurement does not rank on
-        if n >= settings.min_samples and all(
-            relative_spread(t) <= settings.target_spread for t in samples
-        ):
+        if n >= settings.min_samples and settled():
             return True
         return n >= settings.max_samples or (
             n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
@@ -349,7 +361,8 @@ class Engine:
                 except ConfigFailure as failure:
                     run.failure = failure
             out.append(run.result())
-        gc.collect()
+        if any(run.failure is not None for run in runs):
+            gc.collect()  # a failure's traceback holds its buffers in reference cycles
         return out
 
     def _time_group(

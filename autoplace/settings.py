@@ -14,7 +14,8 @@ class MeasureSettings:
 
     The steady-state loop times chunks of steps (each chunk at least
     ``sample_min_s`` long, ended by ``block_until_ready``) until ``min_samples``
-    chunks agree within ``target_spread`` (interquartile range / median), or
+    chunks agree within ``target_spread`` (interquartile range / median; for loops
+    timed in turns, their turn-by-turn ratios may agree instead), or
     ``time_cap_s`` has passed (with at least 3 chunks), or ``max_samples``.
     """
 

@@ -396,10 +396,11 @@ def tune(
     comparison); then up to ``confirm`` finalists (the search's best, and the next
     ones within ``CONFIRM_REACH`` of it) are measured again together, the loop the
     objective ranks on with ``settings``' cap, their timed loops taking turns chunk
-    by chunk (A B C A B C), and compared turn by turn (see :func:`margin`), so the
-    winner is never a lucky draw nor a victim of drift. Of the finalists no other
-    beats beyond the noise, the winner is float32 if one is, then the smallest
-    batch. Executables compiled while searching are reused. A
+    by chunk (A B C A B C) until their turn-by-turn ratios settle (see
+    :func:`autoplace.engine.time_interleaved`), and compared turn by turn (see
+    :func:`margin`), so the winner is never a lucky draw nor a victim of drift. Of
+    the finalists no other beats beyond the noise, the winner is float32 if one is,
+    then the smallest batch. Executables compiled while searching are reused. A
     KeyboardInterrupt ends the search early: the result has ``interrupted=True``
     and everything measured is in the study. See the README for each option.
     """

@@ -20,7 +20,8 @@ c. the rules people use today, applied to the same space using the grid's
 d. every chosen configuration (both grids' bests, each tune pick, each heuristic) is
    measured again, interleaved, to cancel drift: ``--rounds`` rounds, each one
    ``measure_together`` call whose timed loops take turns chunk by chunk (A B C
-   A B C ..., about 50 ms a turn); the figures below use the median over rounds;
+   A B C ..., about 50 ms a turn) for the full 1 s cap per configuration; the
+   figures below use the median over rounds;
 e. the figures are written as JSON under benchmarks/results/, tagged with the
    machine fingerprint.
 
@@ -121,9 +122,10 @@ def remeasure(
 ) -> dict[Config, list[float | None]]:
     """Measure the configs together ``rounds`` times in one warm worker: each round is
     one ``measure_together`` call, whose timed loops take turns chunk by chunk (A B C
-    A B C), and each round starts one config further along (B C A, C A B, ...)."""
+    A B C) for the full time cap (no early stop once the comparison settles: this is
+    the reference), and each round starts one config further along (B C A, C A B, ...)."""
     mf = ModelFile.at(model)
-    settings = MeasureSettings(deviation=False)
+    settings = MeasureSettings(deviation=False, target_spread=0.0)
     requests = [MeasureRequest(str(mf.path), mf.sha256, workload, c, settings) for c in configs]
     scores: dict[Config, list[float | None]] = {c: [] for c in configs}
     with autoplace.SubprocessBackend() as backend:

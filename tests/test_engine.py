@@ -152,6 +152,17 @@ def test_time_interleaved_waits_for_every_loop_to_settle() -> None:
     assert len(steady.sizes) == len(noisy.sizes) == 8
 
 
+def test_time_interleaved_stops_once_the_loops_ratios_settle() -> None:
+    drift = [1.0, 1.5, 0.8, 1.3, 1.0, 1.6]  # the machine's speed, turn by turn
+    fast = _FakeChunks([1e-3 * d for d in drift])
+    slow = _FakeChunks([2e-3 * d for d in drift])  # twice as slow in every turn
+    settings = MeasureSettings(min_samples=5, max_samples=40)
+    timed = time_interleaved([fast, slow], [1e-3, 2e-3], settings, cap_s=60.0)
+    assert relative_spread(timed[0]) > settings.target_spread  # neither settles alone
+    assert [len(t) for t in timed] == [5, 5]  # but their ratio does: stop at min_samples
+    assert [b / a for a, b in zip(*timed, strict=True)] == pytest.approx([2.0] * 5)
+
+
 def test_time_interleaved_time_cap_is_per_loop() -> None:
     def sleeper(k: int) -> float:
         time.sleep(0.01)
