@@ -13,7 +13,7 @@ from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
-from autoplace.tuner import TuneResult
+from autoplace.tuner import EQUIVALENT, TuneResult
 
 
 def measurement_table(m: Measurement, console: Console | None = None) -> None:
@@ -194,7 +194,10 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
 
 
 #: Why a winner that does not score best can lead (see ``tuner._preference``).
-PREFERENCE_TEXT = "of equals, autoplace picks float32 over lower precisions, then the smaller batch"
+PREFERENCE_TEXT = (
+    f"of those within {EQUIVALENT:.0%} of the best, autoplace picks float32 over lower "
+    "precisions, then the smaller batch"
+)
 
 
 def within_noise(rec: dict[str, Any]) -> str:
@@ -210,8 +213,8 @@ def within_noise(rec: dict[str, Any]) -> str:
 
 
 def _spread_text(spread: float | None, chunks: int | None) -> str:
-    """A loop's spread, or why it has none: a loop timed in one chunk (a glance)."""
-    return "- (one chunk)" if chunks == 1 else units.percent(spread)
+    """A loop's spread, or why it has none: a glance, timed once."""
+    return "- (timed once)" if chunks == 1 else units.percent(spread)
 
 
 def _behind(margin: float) -> str:
@@ -224,11 +227,11 @@ def confirmation(votes: int, interleaved_with: int | None) -> str:
     if not votes:
         return "search only, not confirmed"
     if votes > 1:
-        return f"median of {votes} confirmations"
+        return f"confirmed {votes} times, timed in turns, the last a duel"
     if interleaved_with:
         others = "finalist" if interleaved_with == 1 else "finalists"
         return f"confirmed, timed in turns with {interleaved_with} other {others}"
-    return "confirmed at full settings"
+    return "confirmed, the only finalist"
 
 
 def recommendation_report(doc: dict[str, Any], console: Console | None = None) -> None:

@@ -136,19 +136,37 @@ def time_interleaved(
     Every loop gets the same number of chunks, each about ``settings.sample_min_s``
     long, so a machine that drifts (another process, clocks, heat) slows them
     alike and their comparison keeps what the drift would have spoilt when timed
-    one after the other. Stops after ``min_samples`` turns once the comparison is
-    settled: every loop's chunks agree within ``settings.target_spread``, or, with
-    several loops, every two loops' turn-by-turn ratios do (drift moves both
-    loops of a turn, so their ratio settles long before their times do); else at
-    ``max_samples``, or past ``cap_s`` per loop with at least three chunks each. A
-    ``cap_s`` of 0 times one chunk each. Returns, per loop, the seconds per step of
-    each chunk in the order timed: chunk ``i`` of every loop ran within one turn,
-    so loops can be compared chunk by chunk.
+    one after the other. With several loops, each timed chunk follows about
+    ``settings.settle_s`` of untimed steps of its own loop: resumed after another
+    loop's turn, a loop runs slow for its first few steps (on the 2-core CI
+    machine, VGG at batch 4 lost 10 to 13 ms over its first 25 ms after a turn of
+    batch 256), which would count against the loop with the shorter steps. Chunks
+    and settling are sized from the guess at first, then from the loop's median so
+    far: a guess timed just after another loop's turn runs long.
+
+    Stops after ``min_samples`` turns once the comparison is settled: every loop's
+    chunks agree within ``settings.target_spread``, or, with several loops, every
+    two loops' turn-by-turn ratios do (drift moves both loops of a turn, so their
+    ratio settles long before their times do); else at ``max_samples``, or past
+    ``cap_s`` per loop with at least three chunks each. A ``cap_s`` of 0 is a glance,
+    for a loop nothing is ranked on: each loop's one sample is the step timed for its
+    guess. Returns, per loop, the seconds per step of each chunk in the order timed:
+    chunk ``i`` of every loop ran within one turn, so loops can be compared chunk by
+    chunk.
     """
-    ks = [max(1, math.ceil(settings.sample_min_s / max(g, 1e-7))) for g in per_step_guesses]
+    if cap_s <= 0:
+        return [[g] for g in per_step_guesses]
+    alone = len(run_chunks) == 1
+
+    def sizes(per_step: float) -> tuple[int, int]:
+        """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
+        per_step = max(per_step, 1e-7)
+        k = max(1, math.ceil(settings.sample_min_s / per_step))
+        return (0 if alone else round(settings.settle_s / per_step)), k
+
     # A guess that is a one-step chunk already is a sample: slow steps are costly.
     samples: list[list[float]] = [[] for _ in run_chunks]
-    if all(k == 1 for k in ks):
+    if all(sizes(g)[1] == 1 for g in per_step_guesses):
         samples = [[g] for g in per_step_guesses]
     start = time.perf_counter()
 
@@ -166,8 +184,6 @@ def time_interleaved(
     def enough(n: int) -> bool:
         if n == 0:
             return False
-        if cap_s <= 0:
-            return True  # a glance: one chunk, for the loop a quick measurement does not rank on
         if n >= settings.min_samples and settled():
             return True
         return n >= settings.max_samples or (
@@ -175,7 +191,10 @@ def time_interleaved(
         )
 
     while not enough(len(samples[0])):
-        for run, k, taken in zip(run_chunks, ks, samples, strict=True):
+        for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
+            untimed, k = sizes(float(np.median(taken)) if taken else guess)
+            if untimed:
+                run(untimed)
             taken.append(run(k) / k)
     return samples
 

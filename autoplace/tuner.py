@@ -1,11 +1,14 @@
 """``autoplace.tune``: search device x batch size x precision x width, write a recommendation.
 
 The loop is ask-and-tell over an Optuna study. A :mod:`search <autoplace.search>`
-strategy proposes each configuration, the isolated measurement core measures it,
-and every figure is stored as trial attributes, so:
+strategy proposes each group of configurations, the isolated measurement core
+measures them together with the best configuration so far (their timed loops in
+turns, so that :mod:`autoplace.drift` can fit the machine's drift out of the
+scores), and every figure is stored as trial attributes, so:
 
-* a configuration is measured once per study (unless ``remeasure``); running the
-  same command again resumes, and other workers sharing the storage see it;
+* a configuration is searched once per study (unless ``remeasure``), and measured
+  again only as a reference or a finalist; running the same command again resumes,
+  and other workers sharing the storage see it;
 * a failed configuration is stored with its status and reason and never retried;
   one XLA predicts cannot fit is stored as PRUNED without running;
 * an interrupt marks the trial in flight as interrupted (it will be measured on
@@ -42,12 +45,18 @@ from autoplace.worker import Backend, SubprocessBackend
 #: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
 DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
 _ATTR = "measurement"
-#: Time cap of each timed loop while searching; confirmations use the full settings.
-SEARCH_CAP_S = 0.3
+#: Time cap of the loop that ranks, per configuration, while searching (three turns, at
+#: least, of a 50 ms chunk after 30 ms of settling), while confirming, and in a duel.
+SEARCH_CAP_S = 0.2
+CONFIRM_CAP_S = 0.4
+DUEL_CAP_S = 1.0
 #: Configurations whose search score is within this of the search's best are finalists.
-CONFIRM_REACH = 0.15
+CONFIRM_REACH = 0.20
 #: The one-sided level at which a finalist must beat another to count as faster.
 SIGNIFICANCE = 0.05
+#: Finalists that no other beats beyond the noise and that trail the best of them by
+#: at most this are equals; of equals, the preferred one wins (see ``_preference``).
+EQUIVALENT = 0.02
 #: Turns (chunks timed in turns) needed before two finalists are compared turn by turn.
 _MIN_TURNS = 5
 #: Among finalists equal within the noise, the precision preferred first.
@@ -62,8 +71,11 @@ class Scored:
     measurement: Measurement
     score: float
     #: For a confirmed configuration, the scores of its confirmations (usually one: the
-    #: finalists measured together), whose median is ``score``; empty when not confirmed.
+    #: finalists measured together; two after a duel), oldest first; empty when not
+    #: confirmed. ``score`` is then theirs with the drift between them fitted out.
     votes: tuple[float, ...] = ()
+    #: The confirmations themselves, oldest first (``measurement`` is the latest).
+    rounds: tuple[Measurement, ...] = ()
 
     @property
     def confirmed(self) -> bool:
@@ -120,16 +132,19 @@ def _noise(s: Scored, objective: Objective) -> float:
 
 
 def _paired_ratios(objective: Objective, a: Scored, b: Scored) -> list[float] | None:
-    """Turn by turn, how many times better ``a`` scored than ``b`` (1.0: equal), when
-    the two were timed in turns in one call with at least ``_MIN_TURNS`` turns;
-    else ``None``."""
-    ma, mb = a.measurement, b.measurement
-    if ma.interleave_id is None or ma.interleave_id != mb.interleave_id:
-        return None
-    sa, sb = objective.chunk_scores(ma), objective.chunk_scores(mb)
-    if len(sa) != len(sb) or len(sa) < _MIN_TURNS:
-        return None
-    return [1.0 + objective.gain(x, y) for x, y in zip(sa, sb, strict=True)]
+    """Turn by turn, over every call that timed the two in turns, how many times better
+    ``a`` scored than ``b`` (1.0: equal), when those turns number at least
+    ``_MIN_TURNS``; else ``None``."""
+    ours = {m.interleave_id: m for m in a.rounds or (a.measurement,) if m.interleave_id}
+    out: list[float] = []
+    for mb in b.rounds or (b.measurement,):
+        ma = ours.get(mb.interleave_id)
+        if ma is None:
+            continue
+        sa, sb = objective.chunk_scores(ma), objective.chunk_scores(mb)
+        if len(sa) == len(sb):
+            out += [1.0 + objective.gain(x, y) for x, y in zip(sa, sb, strict=True)]
+    return out if len(out) >= _MIN_TURNS else None
 
 
 def lower_bound(values: Sequence[float], alpha: float) -> float:
@@ -299,16 +314,48 @@ def _storage_errors(url: str) -> Iterator[None]:
         ) from exc
 
 
-def _history(
-    study: Any, stale_after_s: float, since: dt.datetime | None
-) -> tuple[dict[Config, Measurement], dict[Config, list[Measurement]], frozenset[Config]]:
-    """The latest search measurement per configuration, every confirmation per
-    configuration (oldest first), and the configurations being measured right now (by
-    this process or another worker)."""
+@dataclasses.dataclass
+class _Seen:
+    """What the study holds for this tune."""
+
+    #: Every search measurement, oldest first: the groups the drift fit rests on.
+    searches: list[tuple[Config, Measurement]]
+    #: Every confirmation per configuration, oldest first.
+    confirmed: dict[Config, list[Measurement]]
+    #: The configurations being measured right now, by this process or another worker.
+    pending: frozenset[Config]
+
+    def figures(self) -> dict[Config, Measurement]:
+        """Each configuration's latest search measurement that ran (else its latest)."""
+        out: dict[Config, Measurement] = {}
+        for c, m in self.searches:
+            if m.status == "ok" or c not in out or out[c].status != "ok":
+                out[c] = m
+        return out
+
+    def estimates(self, obj: Objective) -> dict[Config, float | None]:
+        """The search's score of each configuration, drift between its groups removed
+        (see :mod:`autoplace.drift`); ``None`` for one that never ran."""
+        from autoplace.drift import corrected_scores
+
+        scored = ((c, m, obj.score(m)) for c, m in self.searches if m.status == "ok")
+        fitted = corrected_scores([(c, m.interleave_id, s) for c, m, s in scored if s])
+        return {c: fitted.get(c) for c in self.figures()}
+
+    def within(self, space: Space) -> _Seen:
+        return _Seen(
+            [(c, m) for c, m in self.searches if _in(space, c)],
+            {c: ms for c, ms in self.confirmed.items() if _in(space, c)},
+            self.pending,
+        )
+
+
+def _history(study: Any, stale_after_s: float, since: dt.datetime | None) -> _Seen:
+    """Every finished search measurement and confirmation (since ``since``, oldest
+    first), and the configurations being measured right now."""
     from optuna.trial import TrialState
 
-    latest: dict[Config, tuple[dt.datetime, Measurement]] = {}
-    rounds: dict[Config, list[tuple[dt.datetime, Measurement]]] = {}
+    finished: list[tuple[dt.datetime, int, str, Config, Measurement]] = []
     pending: set[Config] = set()
     now = dt.datetime.now()
     for t in study.get_trials(deepcopy=False):
@@ -323,16 +370,18 @@ def _history(
         data = t.user_attrs.get(_ATTR)
         if data is None or t.user_attrs.get("interrupted"):
             continue
-        finished = t.datetime_complete or t.datetime_start or now
-        if since is not None and finished < since:
+        when = t.datetime_complete or t.datetime_start or now
+        if since is not None and when < since:
             continue
-        if t.user_attrs.get("phase", "search") == "confirm":
-            rounds.setdefault(config, []).append((finished, Measurement.from_dict(data)))
-        elif config not in latest or finished >= latest[config][0]:
-            latest[config] = (finished, Measurement.from_dict(data))
-    searched = {c: m for c, (_, m) in latest.items()}
-    confirmed = {c: [m for _, m in sorted(ms, key=lambda x: x[0])] for c, ms in rounds.items()}
-    return searched, confirmed, frozenset(pending)
+        phase = t.user_attrs.get("phase", "search")
+        finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
+    finished.sort(key=lambda f: f[:2])
+    confirmed: dict[Config, list[Measurement]] = {}
+    for _, _, phase, c, m in finished:
+        if phase == "confirm":
+            confirmed.setdefault(c, []).append(m)
+    searches = [(c, m) for _, _, phase, c, m in finished if phase != "confirm"]
+    return _Seen(searches, confirmed, frozenset(pending))
 
 
 def _standings(
@@ -340,23 +389,25 @@ def _standings(
 ) -> tuple[dict[Config, Measurement], dict[Config, Scored]]:
     """Every configuration's figures, and the verdict on each confirmed one.
 
-    A confirmed configuration's score rests on its confirmations alone (the median,
-    if several): they were timed in turns with the other finalists, so drift
-    between the search's measurements does not decide. Its figures are those of
-    the confirmation whose score is nearest that median: a real measurement.
+    A confirmed configuration's score rests on its confirmations alone: they were
+    timed in turns with the other finalists, so drift between the search's
+    measurements does not decide, and where there were several (a duel), the drift
+    between them is fitted out as the search's is (:mod:`autoplace.drift`). Its
+    figures are those of its latest confirmation: a real measurement.
     """
+    from autoplace.drift import corrected_scores
+
     figures = dict(searched)
+    ran = {c: [m for m in ms if m.status == "ok"] for c, ms in confirmed.items()}
+    fitted = corrected_scores(
+        [(c, m.interleave_id, obj.score(m)) for c, ms in ran.items() for m in ms if obj.score(m)]
+    )
     verdicts: dict[Config, Scored] = {}
     for c, ms in confirmed.items():
-        ok = [m for m in ms if m.status == "ok"]
-        if not ok:
-            figures[c] = ms[-1]
-            continue
-        votes = [obj.score(m) for m in ok]
-        score = statistics.median(votes)
-        chosen = min(ok, key=lambda m: abs(obj.score(m) - score))
-        figures[c] = chosen
-        verdicts[c] = Scored(chosen, score, tuple(votes))
+        figures[c] = ran[c][-1] if ran[c] else ms[-1]
+        if c in fitted:
+            votes = tuple(obj.score(m) for m in ran[c])
+            verdicts[c] = Scored(ran[c][-1], fitted[c], votes, tuple(ran[c]))  # type: ignore[arg-type]
     return figures, verdicts
 
 
@@ -382,7 +433,7 @@ def tune(
     out: str | Path | None = "autoplace.toml",
     max_memory: int | None = None,
     remeasure: bool = False,
-    confirm: int = 3,
+    confirm: int = 4,
     strategy: Strategy | None = None,
     settings: MeasureSettings | None = None,
     backend: Backend | None = None,
@@ -392,17 +443,22 @@ def tune(
 
     Runs until the search strategy has nothing worth measuring, or ``trials`` new
     measurements, or ``timeout`` seconds (a measurement in flight finishes). The
-    search measures quickly (timed loops capped at ``SEARCH_CAP_S``, no float32
-    comparison); then up to ``confirm`` finalists (the search's best, and the next
-    ones within ``CONFIRM_REACH`` of it) are measured again together, the loop the
-    objective ranks on with ``settings``' cap, their timed loops taking turns chunk
-    by chunk (A B C A B C) until their turn-by-turn ratios settle (see
-    :func:`autoplace.engine.time_interleaved`), and compared turn by turn (see
-    :func:`margin`), so the winner is never a lucky draw nor a victim of drift. Of
-    the finalists no other beats beyond the noise, the winner is float32 if one is,
-    then the smallest batch. Executables compiled while searching are reused. A
-    KeyboardInterrupt ends the search early: the result has ``interrupted=True``
-    and everything measured is in the study. See the README for each option.
+    search measures quickly (the loop the objective ranks on capped at
+    ``SEARCH_CAP_S``, no float32 comparison), each group the strategy proposes
+    together with the best configuration so far, and scores every configuration on
+    all those groups with the drift between them fitted out
+    (:func:`autoplace.drift.corrected_scores`). Then up to ``confirm`` finalists
+    (the search's best, and the next ones within ``CONFIRM_REACH`` of it) are
+    measured again together, the ranking loop capped at ``CONFIRM_CAP_S``, their
+    timed loops taking turns chunk by chunk (A B C A B C) until their turn-by-turn
+    ratios settle (see :func:`autoplace.engine.time_interleaved`), and compared turn
+    by turn (see :func:`margin`), so the winner is never a lucky draw nor a victim
+    of drift. Of the finalists no other beats beyond the noise, those within
+    ``EQUIVALENT`` of the best of them are equals, and of equals the winner is
+    float32 if one is, then the smallest batch. Executables compiled while searching
+    are reused. A KeyboardInterrupt ends the search early: the result has
+    ``interrupted=True`` and everything measured is in the study. See the README
+    for each option.
     """
     obj = (
         objective
@@ -421,8 +477,8 @@ def tune(
     # one (and the transfer, unless latency counts it) a glance. One warm-up step
     # follows the first call, none when the ranked loop is the fed one: the step
     # loop's glance, timed first, warms it. Finalists are measured the same way, but
-    # with the full settings' cap for the loop that ranks them and the float32
-    # comparison.
+    # with the confirmation's cap for the loop that ranks them (or the settings', if
+    # lower) and the float32 comparison.
     ranked_loop = "time_cap_s" if obj.loop == "step" else "fed_time_cap_s"
     glance = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0}
     search_settings = dataclasses.replace(
@@ -432,10 +488,13 @@ def tune(
         warmup_steps=min(settings.warmup_steps, 1 if obj.loop == "step" else 0),
         **{**glance, ranked_loop: min(getattr(settings, ranked_loop), SEARCH_CAP_S)},
     )
-    confirm_settings = dataclasses.replace(
-        search_settings,
-        deviation=settings.deviation,
-        **{ranked_loop: getattr(settings, ranked_loop)},
+    confirm_settings, duel_settings = (
+        dataclasses.replace(
+            search_settings,
+            deviation=settings.deviation,
+            **{ranked_loop: min(getattr(settings, ranked_loop), cap)},
+        )
+        for cap in (CONFIRM_CAP_S, DUEL_CAP_S)
     )
 
     with contextlib.ExitStack() as stack:
@@ -496,27 +555,36 @@ def tune(
         interrupted = False
         while True:
             with _storage_errors(url):
-                searched, confirmed, pending = _history(handle, stale_after, since)
-            searched = {c: m for c, m in searched.items() if _in(space, c)}
-            confirmed = {c: ms for c, ms in confirmed.items() if _in(space, c)}
-            in_space, verdicts = _standings(searched, confirmed, obj)
+                seen = _history(handle, stale_after, since).within(space)
             if trials is not None and new_trials >= trials:
                 break
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
             # The strategy sees the search's quick measurements only: one fidelity, and a
             # confirmation does not restart the search.
-            scores = {c: obj.score(m) if m.status == "ok" else None for c, m in searched.items()}
+            estimates = seen.estimates(obj)
             phase = "search"
-            proposed = strategy.propose(space, obj, scores, pending)
-            group = [proposed] if proposed is not None else []
+            group = list(strategy.propose(space, obj, estimates, seen.pending))
+            room = _MAX_INT if trials is None else trials - new_trials
+            reference = _incumbent(estimates, obj) if group and room >= 2 else None
+            if reference is not None and reference not in group:
+                # Measured with the best so far, timed in turns, every new score is
+                # anchored to it: drift between groups is fitted out (autoplace.drift).
+                group = [reference, *group]
+            else:
+                reference = None
+            duel = False
             if not group:
                 phase = "confirm"
-                group = _finalists_to_confirm(searched, confirmed, obj, confirm, pending)
+                ranked = _scored(seen.figures(), obj, estimates=estimates)
+                group = _finalists_to_confirm(ranked, seen.confirmed, obj, confirm, seen.pending)
+            if not group:
+                figures, verdicts = _standings(seen.figures(), seen.confirmed, obj)
+                group = _duel(_scored(figures, obj, verdicts, estimates), obj)
+                duel = bool(group)
             if not group:
                 break
-            if trials is not None:
-                group = group[: trials - new_trials]
+            group = group[:room]
             asked = []
             with _storage_errors(url):
                 for config in group:
@@ -524,23 +592,24 @@ def tune(
                     trial = handle.ask(dists)
                     trial.set_user_attr("config", config.label())
                     trial.set_user_attr("phase", phase)
+                    if config == reference:
+                        trial.set_user_attr("reference", True)
                     asked.append(trial)
+            settings_now = search_settings if phase == "search" else confirm_settings
+            if duel:
+                settings_now = duel_settings
             requests = [
                 MeasureRequest(
                     model_file=str(mf.path),
                     sha256=mf.sha256,
                     workload=info.name,
                     config=config,
-                    settings=confirm_settings if phase == "confirm" else search_settings,
+                    settings=settings_now,
                 )
                 for config in group
             ]
             try:
-                results = (
-                    [backend.measure(requests[0])]
-                    if phase == "search"
-                    else backend.measure_together(requests)
-                )
+                results = backend.measure_together(requests)
             except KeyboardInterrupt:
                 interrupted = True
                 backend.close()
@@ -566,23 +635,24 @@ def tune(
                         handle.tell(trial, state=optuna.trial.TrialState.FAIL)
                 new_trials += 1
                 if phase == "confirm":
-                    confirmed[config] = [*confirmed.get(config, []), result]
+                    seen.confirmed[config] = [*seen.confirmed.get(config, []), result]
                 else:
-                    searched[config] = result
+                    seen.searches.append((config, result))
             if on_trial is not None:
-                in_space, verdicts = _standings(searched, confirmed, obj)
-                best = _best(in_space, obj, verdicts)
+                best = _best(seen, obj)
                 for result in results:
                     score = obj.score(result) if result.status == "ok" else None
                     on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
 
-    rows = _per_group(in_space, obj, verdicts)
+    in_space, verdicts = _standings(seen.figures(), seen.confirmed, obj)
+    ranked = _scored(in_space, obj, verdicts, seen.estimates(obj))
+    rows = _per_group(ranked)
     best = rows[0] if rows else None
     document = recommendation_document(
         obj=obj,
         space=space,
         measurements=in_space,
-        verdicts=verdicts,
+        ranked=ranked,
         rows=rows,
         study_name=name,
         storage_url=url,
@@ -615,10 +685,19 @@ def _close_opened(opening: concurrent.futures.Future) -> None:
         close_storage(opening.result())
 
 
-def _finalists(searched: dict[Config, Measurement], obj: Objective, k: int) -> list[Config]:
-    """Up to ``k`` configurations the search puts within ``CONFIRM_REACH`` of its best,
-    best first; one slot goes to the best of another (device, precision) if one is close."""
-    ranked = _scored(searched, obj)
+def _incumbent(estimates: Mapping[Config, float | None], obj: Objective) -> Config | None:
+    """The configuration the search scores best so far, if any ran."""
+    ran = [c for c, s in estimates.items() if s is not None]
+    sign = 1.0 if obj.direction == "maximize" else -1.0
+    return max(ran, key=lambda c: sign * estimates[c], default=None)  # type: ignore[operator]
+
+
+def _finalists(ranked: list[Scored], obj: Objective, k: int) -> list[Config]:
+    """Up to ``k`` of the search's ``ranked`` configurations within ``CONFIRM_REACH`` of
+    its best, best first; one slot goes to the best of another (device, precision) if
+    one is that close."""
+    if not ranked:
+        return []
     close = [s for s in ranked if obj.gain(ranked[0].score, s.score) <= CONFIRM_REACH]
     chosen = close[:k]
     if chosen and k >= 2:
@@ -630,7 +709,7 @@ def _finalists(searched: dict[Config, Measurement], obj: Objective, k: int) -> l
 
 
 def _finalists_to_confirm(
-    searched: dict[Config, Measurement],
+    ranked: list[Scored],
     confirmed: dict[Config, list[Measurement]],
     obj: Objective,
     k: int,
@@ -638,15 +717,35 @@ def _finalists_to_confirm(
 ) -> list[Config]:
     """The finalists to measure together, or none once each has a confirmation.
 
-    While any finalist lacks one, all of them are measured together (those confirmed
-    before, e.g. by another worker, get another): a comparison is fair only within
-    one interleaved measurement. Finalists are chosen on the search's own
+    ``ranked`` is the search's standing (its drift-corrected scores, best first).
+    While any finalist lacks a confirmation, all of them are measured together (those
+    confirmed before, e.g. by another worker, get another): a comparison is fair only
+    within one interleaved measurement. Finalists are chosen on the search's own
     measurements, so a confirmation that reshuffles the ranking sets off no more.
     """
-    finalists = [c for c in _finalists(searched, obj, k) if c not in taken]
+    finalists = [c for c in _finalists(ranked, obj, k) if c not in taken]
     if all(confirmed.get(c) for c in finalists):
         return []
     return finalists
+
+
+def _duel(ranked: list[Scored], obj: Objective) -> list[Config]:
+    """The winner and its strongest challenger, to be timed in turns once more, when
+    the confirmation left them apart by more than ``EQUIVALENT`` yet not beyond the
+    noise: the one comparison whose verdict decides the pick and is still open. None
+    when there is no such pair, or once the finalists have had their duel."""
+    confirmed = [s for s in ranked if s.confirmed]
+    if len({m.interleave_id for s in confirmed for m in s.rounds}) != 1:
+        return []
+    best, running = confirmed[0], _in_the_running(ranked, obj)
+    others = [s for s in running if s is not best]
+    if not others:
+        return []
+    challenger = min(others, key=lambda s: margin(obj, best, s)["margin"])
+    found = margin(obj, best, challenger)
+    if found["significant"] or abs(found["margin"]) <= EQUIVALENT:
+        return []
+    return [best.config, challenger.config]
 
 
 def _in(space: Space, c: Config) -> bool:
@@ -666,47 +765,64 @@ def _scored(
     measurements: dict[Config, Measurement],
     obj: Objective,
     verdicts: Mapping[Config, Scored] | None = None,
+    estimates: Mapping[Config, float | None] | None = None,
 ) -> list[Scored]:
-    """Measured configurations, best first. Confirmed ones (in ``verdicts``) carry their
-    confirmed score and rank before the rest, so a quick search measurement never
-    beats a confirmed one by a lucky draw; of the confirmed ones that no other beats
-    beyond the noise, the preferred (see :func:`_preference`) leads."""
-    verdicts = verdicts or {}
+    """Measured configurations, best first.
+
+    Confirmed ones (in ``verdicts``) carry their confirmed score and rank before the
+    rest, so a quick search measurement never beats a confirmed one by a lucky draw;
+    the rest carry the search's drift-corrected score (``estimates``; their own
+    measurement's score where it has none). Of the confirmed ones that no other beats
+    beyond the noise, those within ``EQUIVALENT`` of the best of them are equals, and
+    the preferred of those (see :func:`_preference`) leads."""
+    verdicts, estimates = verdicts or {}, estimates or {}
     out = []
     for c, m in measurements.items():
         if c in verdicts:
             out.append(verdicts[c])
         elif m.status == "ok":
-            out.append(Scored(m, obj.score(m)))
+            score = estimates.get(c)
+            out.append(Scored(m, obj.score(m) if score is None else score))  # type: ignore[arg-type]
     sign = -1.0 if obj.direction == "maximize" else 1.0
     ranked = sorted(out, key=lambda x: (not x.confirmed, sign * x.score))
-    # A winner by less than the noise is no winner: of the confirmed configurations
-    # none beats beyond it, the preferred one (full precision, smallest batch) leads.
+    # A winner by less than the noise is no winner, and one by a hair is no reason to
+    # give up precision or memory: of the confirmed configurations none beats beyond
+    # the noise, those within EQUIVALENT of the best are equals, and the preferred
+    # one (full precision, then the smallest batch) leads.
     running = _in_the_running(ranked, obj)
     if running:
-        chosen = min(running, key=lambda s: _preference(obj, s))
+        lead = _lead(running, obj)
+        equals = [s for s in running if margin(obj, lead, s)["margin"] <= EQUIVALENT]
+        chosen = min(equals, key=lambda s: _preference(obj, s))
         ranked = [chosen, *(s for s in ranked if s is not chosen)]
     return ranked
 
 
-def _best(
-    measurements: dict[Config, Measurement],
-    obj: Objective,
-    verdicts: Mapping[Config, Scored] | None = None,
-) -> Scored | None:
-    ranked = _scored(measurements, obj, verdicts)
+def _lead(running: list[Scored], obj: Objective) -> Scored:
+    """Of confirmed configurations, the one ahead of most others in their turn-by-turn
+    comparison (:func:`margin`), then the best scored: the comparison that decides
+    significance decides the order too."""
+    sign = 1.0 if obj.direction == "maximize" else -1.0
+
+    def standing(s: Scored) -> tuple[int, float]:
+        ahead = sum(margin(obj, s, o)["margin"] > 0 for o in running if o is not s)
+        return ahead, sign * s.score
+
+    return max(running, key=standing)
+
+
+def _best(seen: _Seen, obj: Objective) -> Scored | None:
+    """The configuration leading on what ``seen`` holds."""
+    figures, verdicts = _standings(seen.figures(), seen.confirmed, obj)
+    ranked = _scored(figures, obj, verdicts, seen.estimates(obj))
     return ranked[0] if ranked else None
 
 
-def _per_group(
-    measurements: dict[Config, Measurement],
-    obj: Objective,
-    verdicts: Mapping[Config, Scored] | None = None,
-) -> list[Scored]:
-    """Best configuration of each (device, precision), best (and confirmed) first."""
+def _per_group(ranked: list[Scored]) -> list[Scored]:
+    """Best configuration of each (device, precision) of ``ranked``, in its order."""
     seen: set[tuple[str, str]] = set()
     rows = []
-    for s in _scored(measurements, obj, verdicts):
+    for s in ranked:
         if _group(s) not in seen:
             seen.add(_group(s))
             rows.append(s)
@@ -758,7 +874,7 @@ def recommendation_document(
     obj: Objective,
     space: Space,
     measurements: dict[Config, Measurement],
-    verdicts: Mapping[Config, Scored],
+    ranked: list[Scored],
     rows: list[Scored],
     study_name: str,
     storage_url: str,
@@ -766,10 +882,10 @@ def recommendation_document(
     hw: dict[str, Any],
     sw: dict[str, Any],
 ) -> dict[str, Any]:
-    """The recommendation file's content (see the README for its schema)."""
+    """The recommendation file's content (see the README for its schema); ``ranked`` is
+    :func:`_scored`'s standing of ``measurements``, ``rows`` its :func:`_per_group`."""
     from autoplace.recommendation import SCHEMA_VERSION
 
-    ranked = _scored(measurements, obj, verdicts)
     best = ranked[0] if ranked else None
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

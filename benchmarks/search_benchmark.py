@@ -3,9 +3,8 @@
 For each example workload, in ONE run on one machine:
 
 a. an exhaustive grid over the workload's default space: every configuration
-   measured by the core at its default settings, one after another in one warm
-   worker, timed (the float32 comparison is off: it is not a timing). Its best,
-   re-measured, is the reference for regret;
+   measured by the core at its default settings, alone, one after another in one
+   warm worker, timed (the float32 comparison is off: it is not a timing);
 a'. the same grid at the search's quick settings (``tune`` with the ``Grid``
    strategy and no confirmation), timed: the cheapest exhaustive alternative;
 b. ``tune`` with its defaults, several times (the seed is the measurement data
@@ -17,11 +16,14 @@ c. the rules people use today, applied to the same space using the grid's
    - accelerate: Accelerate's ``find_executable_batch_size``: start at 128 and
      shrink until it fits (here: the largest batch <= 128 in the space that fits);
    - naive: batch 32, float32, the default device;
-d. every chosen configuration (both grids' bests, each tune pick, each heuristic) is
-   measured again, interleaved, to cancel drift: ``--rounds`` rounds, each one
-   ``measure_together`` call whose timed loops take turns chunk by chunk (A B C
-   A B C ..., about 50 ms a turn) for the full 1 s cap per configuration; the
-   figures below use the median over rounds;
+d. every chosen configuration (the grid's three best, the quick grid's best, each
+   tune pick, each heuristic) is measured again in ``--rounds`` rounds in one warm
+   worker. A round is one ``measure_together`` call: the configurations' timed loops
+   take turns chunk by chunk (A B C A B C ..., each chunk after a short untimed
+   settling run of its own loop) for the full 1 s cap each, and each round starts
+   one configuration further along. Two configurations are compared by the median,
+   over rounds, of the ratio of their scores within a round, where the machine's
+   drift cancels. The grid's best is the best of its three in that comparison;
 e. the figures are written as JSON under benchmarks/results/, tagged with the
    machine fingerprint.
 
@@ -123,7 +125,8 @@ def remeasure(
     """Measure the configs together ``rounds`` times in one warm worker: each round is
     one ``measure_together`` call, whose timed loops take turns chunk by chunk (A B C
     A B C) for the full time cap (no early stop once the comparison settles: this is
-    the reference), and each round starts one config further along (B C A, C A B, ...)."""
+    the reference), and each round starts one config further along (B C A, C A B, ...).
+    Returns each config's score per round."""
     mf = ModelFile.at(model)
     settings = MeasureSettings(deviation=False, target_spread=0.0)
     requests = [MeasureRequest(str(mf.path), mf.sha256, workload, c, settings) for c in configs]
@@ -137,16 +140,19 @@ def remeasure(
     return scores
 
 
-def median(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return statistics.median(vals) if vals else None
+def ratios(objective: Any, a: list[float | None], b: list[float | None]) -> list[float]:
+    """Round by round, how many times better ``a`` scored than ``b`` (1.0: equal)."""
+    return [1.0 + objective.gain(x, y) for x, y in zip(a, b, strict=True) if x and y]
 
 
-def spread(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    if len(vals) < 2:
-        return None
-    return (max(vals) - min(vals)) / statistics.median(vals)
+def compare(objective: Any, a: list[float | None], b: list[float | None]) -> dict[str, float]:
+    """``a`` against ``b``, paired by round: the median ratio, and its least and largest."""
+    r = ratios(objective, a, b)
+    return {"ratio": statistics.median(r), "min": min(r), "max": max(r)} if r else {}
+
+
+def relative_range(values: list[float]) -> float | None:
+    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else None
 
 
 def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[str, Any]:
@@ -186,47 +192,63 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
             settings=MeasureSettings(seed=seed),
         )
         runs.append(
-            {"seed": seed, "wall_s": wall, "trials": result.new_trials, "pick": result.best.config}
+            {
+                "seed": seed,
+                "wall_s": wall,
+                "trials": result.new_trials,
+                "configurations": len(result.measurements),
+                "pick": result.best.config,
+                "confirmed": result.best.confirmed,
+            }
         )
         print(
-            f"   tune seed {seed}: {result.new_trials} trials, {wall:.1f} s "
-            f"({wall / grid_wall:.0%} of grid), pick {result.best.config.label()}",
+            f"   tune seed {seed}: {result.new_trials} trials ({len(result.measurements)} "
+            f"configurations), {wall:.1f} s ({wall / grid_wall:.0%} of grid), "
+            f"pick {result.best.config.label()}",
             flush=True,
         )
 
     rules = heuristics(grid, device)
-    chosen: dict[str, Config] = {"grid": ranked[0], "quick-grid": quick_result.best.config}
+    chosen: dict[str, Config] = {f"grid-{i + 1}": c for i, c in enumerate(ranked[:3])}
+    chosen["quick-grid"] = quick_result.best.config
     chosen.update({f"tune-{r['seed']}": r["pick"] for r in runs})
     chosen.update(rules)
     configs = list(dict.fromkeys(chosen.values()))
     print(f"   re-measuring {len(configs)} configurations x {rounds}, interleaved", flush=True)
     scores = remeasure(model, workload, configs, rounds, objective)
-    med = {c: median(v) for c, v in scores.items()}
-    best_score = med[chosen["grid"]]
 
-    def score(name: str) -> float | None:
-        return med[chosen[name]]
+    def vs(a: str, b: str) -> dict[str, float]:
+        return compare(objective, scores[chosen[a]], scores[chosen[b]])
 
+    # The grid's best: of its three best, the one that beats grid-1 the most, paired.
+    tops = [n for n in chosen if n.startswith("grid-")]
+    best = max(tops, key=lambda n: vs(n, "grid-1").get("ratio", 0.0))
     tune_names = [f"tune-{r['seed']}" for r in runs]
-    regrets = [objective.gain(best_score, score(n)) if score(n) else None for n in tune_names]
-    speedups = {
-        rule: [score(n) / score(rule) if score(n) and score(rule) else None for n in tune_names]
-        for rule in rules
-    }
-    quick_regret = objective.gain(best_score, score("quick-grid")) if score("quick-grid") else None
-    noise = median([spread(v) for v in scores.values()])
-    picks = [score(n) for n in tune_names if score(n)]
-    repeat = (max(picks) / min(picks) - 1.0) if len(picks) >= 2 else None
+    regrets = [vs(best, n)["ratio"] - 1.0 if vs(best, n) else None for n in tune_names]
+    speedups = {rule: [vs(n, rule) for n in tune_names] for rule in rules}
+    quick = vs(best, "quick-grid")
+    pairs = [vs(a, b) for i, a in enumerate(tune_names) for b in tune_names[i + 1 :]]
+    paired_noise = [
+        relative_range(ratios(objective, scores[c], scores[chosen[best]]))
+        for c in configs
+        if c != chosen[best]
+    ]
+    unpaired_noise = [relative_range([v for v in vals if v]) for vals in scores.values()]
     return {
         "workload": key,
         "model_file": path,
         "space_size": len(space),
-        "grid": {"wall_s": grid_wall, "measured": len(grid), "best": chosen["grid"].label()},
+        "grid": {
+            "wall_s": grid_wall,
+            "measured": len(grid),
+            "top3": [c.label() for c in ranked[:3]],
+            "best": chosen[best].label(),
+        },
         "quick_grid": {
             "wall_s": quick_wall,
             "measured": len(quick_result.measurements),
             "best": chosen["quick-grid"].label(),
-            "regret": quick_regret,
+            "regret": quick["ratio"] - 1.0 if quick else None,
         },
         "tune_runs": [
             {
@@ -241,8 +263,15 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
         "remeasured_samples_per_s": {c.label(): v for c, v in scores.items()},
         "regret": regrets,
         "speedup_over": speedups,
-        "noise_relative_range": noise,
-        "repeatability": repeat,
+        "slower_than_a_rule_beyond_noise": [
+            f"{n} vs {rule}"
+            for rule, vals in speedups.items()
+            for n, v in zip(tune_names, vals, strict=True)
+            if v and v["max"] < 1.0
+        ],
+        "paired_noise": statistics.median(x for x in paired_noise if x is not None),
+        "unpaired_noise": statistics.median(x for x in unpaired_noise if x is not None),
+        "repeatability": max((abs(p["ratio"] - 1.0) for p in pairs if p), default=None),
     }
 
 
@@ -270,23 +299,28 @@ def main() -> None:
             if v is not None
         ]
 
-    walls = [t["wall_pct_of_grid"] for r in results for t in r["tune_runs"]]
-    quick_walls = [t["wall_pct_of_quick_grid"] for r in results for t in r["tune_runs"]]
+    runs = [t for r in results for t in r["tune_runs"]]
+    walls = [t["wall_pct_of_grid"] for t in runs]
+    quick_walls = [t["wall_pct_of_quick_grid"] for t in runs]
     summary = {
         "median_regret": statistics.median(flat("regret")),
         "max_regret": max(flat("regret")),
         "median_wall_pct_of_grid": statistics.median(walls),
         "max_wall_pct_of_grid": max(walls),
         "median_wall_pct_of_quick_grid": statistics.median(quick_walls),
-        "max_wall_pct_of_quick_grid": max(quick_walls),
         "quick_grid_regrets": [r["quick_grid"]["regret"] for r in results],
-        "median_noise_relative_range": statistics.median(flat("noise_relative_range")),
+        "median_paired_noise": statistics.median(flat("paired_noise")),
+        "median_unpaired_noise": statistics.median(flat("unpaired_noise")),
         "worst_repeatability": max(flat("repeatability")),
         "min_speedup_over": {
-            rule: min(v for r in results for v in r["speedup_over"].get(rule, []) if v)
+            rule: min(v["ratio"] for r in results for v in r["speedup_over"].get(rule, []) if v)
             for rule in ("lightning", "accelerate", "naive")
         },
-        "median_trials": statistics.median(t["trials"] for r in results for t in r["tune_runs"]),
+        "slower_than_a_rule_beyond_noise": [
+            f"{r['workload']}: {x}" for r in results for x in r["slower_than_a_rule_beyond_noise"]
+        ],
+        "median_trials": statistics.median(t["trials"] for t in runs),
+        "median_configurations": statistics.median(t["configurations"] for t in runs),
         "total_wall_s": time.perf_counter() - started,
     }
     out = write_results(
@@ -303,20 +337,21 @@ def main() -> None:
         },
     )
     print(
-        "\nworkload   regret (median, max)   tune wall % of grid (quick grid)   trials   "
-        "speedup vs lightning / accelerate / naive (min)   quick grid's regret"
+        "\nworkload   regret (median, max)   tune wall % of grid (quick grid)   trials/configs   "
+        "speedup vs lightning / accelerate / naive (min)   noise paired (unpaired)   repeat"
     )
     for r in results:
         rg = [x for x in r["regret"] if x is not None]
-        wp = [t["wall_pct_of_grid"] for t in r["tune_runs"]]
-        wq = [t["wall_pct_of_quick_grid"] for t in r["tune_runs"]]
-        sp = {k: min(v for v in vals if v) for k, vals in r["speedup_over"].items()}
+        tr = r["tune_runs"]
+        sp = {k: min(v["ratio"] for v in vals if v) for k, vals in r["speedup_over"].items()}
         print(
             f"{r['workload']:9}  {statistics.median(rg):6.1%} {max(rg):6.1%}        "
-            f"{statistics.median(wp):6.0%} ({statistics.median(wq):4.0%})          "
-            f"{statistics.median(t['trials'] for t in r['tune_runs']):4.0f}/{r['space_size']:<3}  "
+            f"{statistics.median(t['wall_pct_of_grid'] for t in tr):6.0%} "
+            f"({statistics.median(t['wall_pct_of_quick_grid'] for t in tr):4.0%})          "
+            f"{statistics.median(t['trials'] for t in tr):4.0f}/"
+            f"{statistics.median(t['configurations'] for t in tr):.0f}/{r['space_size']:<3}  "
             + " / ".join(f"{sp.get(k, 0):.2f}x" for k in ("lightning", "accelerate", "naive"))
-            + f"   {r['quick_grid']['regret']:.1%}"
+            + f"   {r['paired_noise']:.0%} ({r['unpaired_noise']:.0%})   {r['repeatability']:.1%}"
         )
     print(f"\nsummary: {json.dumps(summary, indent=1)}\nwritten to {out}")
 

@@ -30,13 +30,21 @@ def step_time(device: str, batch: int, precision: str) -> float:
     return t
 
 
-def bfloat16_just_ahead(request: MeasureRequest) -> float:
-    """A ``slowdown`` that makes bfloat16 0.5% faster than float32 at every batch size."""
-    c = request.config
-    if c.precision != "bfloat16":
-        return 1.0
-    f32, bf16 = (step_time(c.device, c.batch_size, p) for p in ("float32", "bfloat16"))
-    return 0.995 * f32 / bf16
+def bfloat16_ahead(by: float) -> Callable[[MeasureRequest], float]:
+    """A ``slowdown`` that makes bfloat16 ``by`` (0.005: 0.5%) faster than float32 at
+    every batch size."""
+
+    def slowdown(request: MeasureRequest) -> float:
+        c = request.config
+        if c.precision != "bfloat16":
+            return 1.0
+        f32, bf16 = (step_time(c.device, c.batch_size, p) for p in ("float32", "bfloat16"))
+        return f32 / bf16 / (1.0 + by)
+
+    return slowdown
+
+
+bfloat16_just_ahead = bfloat16_ahead(0.005)
 
 
 class SyntheticBackend:
@@ -46,7 +54,9 @@ class SyntheticBackend:
     makes batches above it ``too_big``; ``interrupt_at`` raises KeyboardInterrupt on
     that (1-based) measurement; ``slowdown`` multiplies a request's step times (a
     lucky or unlucky draw); ``turn_noise`` is each fed loop's own jitter per turn
-    when measured together.
+    when measured together (fresh in every call); ``group_drift`` maps the n-th
+    ``measure_together`` call (from 1) to a factor on the step times of all its
+    configurations: a slow spell.
     """
 
     def __init__(
@@ -57,6 +67,7 @@ class SyntheticBackend:
         interrupt_at: int | None = None,
         slowdown: Callable[[MeasureRequest], float] | None = None,
         turn_noise: float = 0.01,
+        group_drift: Callable[[int], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -64,6 +75,8 @@ class SyntheticBackend:
         self._interrupt_at = interrupt_at
         self._slowdown = slowdown
         self.turn_noise = turn_noise
+        self._group_drift = group_drift
+        self._drift = 1.0
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` call.
         self.groups: list[list] = []
@@ -100,6 +113,7 @@ class SyntheticBackend:
         t *= 1 + jitter
         if self._slowdown is not None:
             t *= self._slowdown(request)
+        t *= self._drift
         return Measurement(
             status="ok",
             reason="",
@@ -127,12 +141,16 @@ class SyntheticBackend:
         n, group = len(requests), f"group-{len(self.groups)}"
         out = []
         for r in requests:
+            self._drift = self._group_drift(len(self.groups)) if self._group_drift else 1.0
             m = self.measure(r)
+            self._drift = 1.0
             if m.status != "ok":
                 out.append(dataclasses.replace(m, interleaved_with=n - 1, interleave_id=group))
                 continue
             chunks = tuple(
-                m.fed_step_s * (1.0 + 0.3 * (j % 3 - 1)) * (1.0 + self.turn_noise * _unit(m, j))
+                m.fed_step_s
+                * (1.0 + 0.3 * (j % 3 - 1))
+                * (1.0 + self.turn_noise * _unit(m, j, len(self.groups)))
                 for j in range(TURNS)
             )
             median = statistics.median(chunks)
@@ -154,9 +172,9 @@ class SyntheticBackend:
         pass
 
 
-def _unit(m: Measurement, turn: int) -> float:
-    """A fixed pseudo-random number in [-1, 1] for a configuration and a turn."""
-    key = f"{m.device} {m.batch_size} {m.precision} {m.width} {turn}".encode()
+def _unit(m: Measurement, turn: int, call: int) -> float:
+    """A fixed pseudo-random number in [-1, 1] for a configuration, a turn and a call."""
+    key = f"{m.device} {m.batch_size} {m.precision} {m.width} {turn} {call}".encode()
     return int(hashlib.sha1(key).hexdigest()[:4], 16) / 65535 * 2 - 1
 
 

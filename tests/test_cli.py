@@ -293,7 +293,7 @@ def test_show_says_what_the_scores_rest_on(
     assert code == 0, err
     text = " ".join(out.split())  # undo rich's wrapping
     assert "run on cpu:0 (cpu), batch 128, bfloat16" in text
-    assert "(confirmed at full settings)" in text  # the lone finalist
+    assert "(confirmed, the only finalist)" in text
     # the runner-up (float16) is far behind, so it kept its search figures
     assert "runner-up: cpu:0 float16 batch 128" in text
     assert "search figures, not confirmed" in text
@@ -309,4 +309,4 @@ def test_show_names_the_finalists_equal_within_the_noise(
     text = " ".join(out.split())
     assert "run on cpu:0 (cpu), batch 64, float32" in text
     assert "equal within the noise: cpu:0 bfloat16 batch 64" in text
-    assert "autoplace picks float32 over lower precisions, then the smaller batch" in text
+    assert "within 2% of the best, autoplace picks float32 over lower precisions" in text

@@ -5,9 +5,18 @@ from synthetic import SyntheticBackend, best_by_formula
 
 from autoplace import Climb, Config, Grid, Space
 from autoplace.objectives import throughput, time_to_finish
-from autoplace.search import strategy_named
+from autoplace.search import MAX_GROUP, strategy_named
 
 BATCHES = tuple(2**i for i in range(13))
+
+
+def proposals(strategy, space, objective, scores):
+    """Each group the strategy proposes, checked against its contract, until it stops."""
+    while group := strategy.propose(space, objective, scores, frozenset()):
+        assert 1 <= len(group) == len(set(group)) <= MAX_GROUP
+        for c in group:
+            assert c not in scores, f"{c} proposed twice"
+        yield group
 
 
 def run(strategy, space, objective, backend=None):
@@ -17,18 +26,23 @@ def run(strategy, space, objective, backend=None):
     backend = backend or SyntheticBackend(devices=space.devices)
     scores: dict[Config, float | None] = {}
     results = {}
-    while (c := strategy.propose(space, objective, scores, frozenset())) is not None:
-        assert c not in scores, f"{c} proposed twice"
-        m = backend.measure(MeasureRequest("x.py", "0", "synthetic", c))
-        scores[c] = objective.score(m) if m.status == "ok" else None
-        results[c] = m
+    for group in proposals(strategy, space, objective, scores):
+        for c in group:
+            m = backend.measure(MeasureRequest("x.py", "0", "synthetic", c))
+            scores[c] = objective.score(m) if m.status == "ok" else None
+            results[c] = m
     return scores, results
 
 
-def test_grid_visits_every_configuration_once():
-    space = Space(("cpu:0",), (1, 2, 4), ("float32", "bfloat16"), (None,))
-    scores, _ = run(Grid(), space, throughput())
-    assert set(scores) == set(space.configs()) and len(scores) == 6
+def test_grid_visits_every_configuration_once_in_groups():
+    space = Space(("cpu:0",), (1, 2, 4, 8), ("float32", "bfloat16"), (None,))
+    scores: dict[Config, float | None] = {}
+    sizes = []
+    for group in proposals(Grid(), space, throughput(), scores):
+        sizes.append(len(group))
+        scores.update((c, 1.0) for c in group)
+    assert sizes == [MAX_GROUP, MAX_GROUP, 8 - 2 * MAX_GROUP]
+    assert set(scores) == set(space.configs())
 
 
 @pytest.mark.parametrize(
@@ -66,16 +80,18 @@ def test_climb_steps_down_when_the_screen_does_not_fit():
     assert max(ok) == 16
 
 
-def test_climb_never_proposes_what_is_pending():
+def test_climb_screens_every_arm_together_and_never_proposes_what_is_pending():
     space = Space(("cpu:0",), (8, 16, 32, 64, 128), ("float32", "bfloat16"), (None,))
     first = Climb().propose(space, throughput(), {}, frozenset())
-    second = Climb().propose(space, throughput(), {}, frozenset({first}))
-    assert first != second and second is not None
+    assert first == tuple(Config("cpu:0", 64, p, None) for p in ("float32", "bfloat16"))
+    second = Climb().propose(space, throughput(), {}, frozenset(first))
+    assert second and not set(first) & set(second)
 
 
 def test_climb_screens_the_batch_nearest_its_start():
     space = Space(("cpu:0",), (1, 10, 100, 1000), ("float32",), (None,))
-    assert Climb(start_batch=64).propose(space, throughput(), {}, frozenset()).batch_size == 100
+    (screen,) = Climb(start_batch=64).propose(space, throughput(), {}, frozenset())
+    assert screen.batch_size == 100
     assert math.isclose(len(space), 4)
 
 
@@ -90,9 +106,8 @@ def test_strategy_by_name():
 def drive(strategy, space, objective, score):
     """Run a strategy against a score function of the configuration; return the scores."""
     scores: dict[Config, float | None] = {}
-    while (c := strategy.propose(space, objective, scores, frozenset())) is not None:
-        assert c not in scores, f"{c} proposed twice"
-        scores[c] = score(c)
+    for group in proposals(strategy, space, objective, scores):
+        scores.update((c, score(c)) for c in group)
     return scores
 
 

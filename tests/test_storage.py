@@ -71,14 +71,25 @@ def tune(storage_url, study_name, backend, tmp_path, **kwargs):
     return autoplace.tune(model, **options)
 
 
+def split(backend, known):
+    """What ``backend`` measured: configurations ``known`` did not hold, and the rest,
+    which must be references (the best so far, measured again with a group)."""
+    measured = [r.config for r in backend.measured]
+    fresh = [c for c in measured if c not in known]
+    assert len(fresh) == len(set(fresh)), "a new configuration was measured twice"
+    return fresh, [c for c in measured if c in known]
+
+
 def test_results_survive_and_resume_without_remeasuring(storage_url, study_name, tmp_path):
     first = SyntheticBackend()
     result = tune(storage_url, study_name, first, tmp_path, trials=5)
     assert result.new_trials == 5 and len(first.measured) == 5
+    known = {r.config for r in first.measured}
     again = SyntheticBackend()
     result = tune(storage_url, study_name, again, tmp_path)
-    assert result.new_trials == 3  # only what the first run had not measured
-    assert {r.config for r in again.measured}.isdisjoint({r.config for r in first.measured})
+    fresh, references = split(again, known)
+    assert set(fresh) == set(result.space.configs()) - known  # what the first had not measured
+    assert len(references) == len(again.groups)  # the best so far, once in each group
     assert len(result.measurements) == 8
     assert tune(storage_url, study_name, SyntheticBackend(), tmp_path).new_trials == 0
 
@@ -86,13 +97,15 @@ def test_results_survive_and_resume_without_remeasuring(storage_url, study_name,
 def test_two_workers_share_one_study(storage_url, study_name, tmp_path):
     a, b = SyntheticBackend(), SyntheticBackend()
     tune(storage_url, study_name, a, tmp_path, trials=4)
-    result = tune(storage_url, study_name, b, tmp_path, trials=4)
-    assert {r.config for r in a.measured}.isdisjoint({r.config for r in b.measured})
+    result = tune(storage_url, study_name, b, tmp_path, trials=5)
+    fresh, references = split(b, {r.config for r in a.measured})
+    # the first group holds the best so far; the last, with room for one more, does not
+    assert len(fresh) == 4 and len(references) == 1 and len(b.groups) == 2
     assert len(result.measurements) == 8
     # Both see the same study: its trials hold every figure.
     with storage_at(storage_url) as storage:
         trials = optuna.load_study(study_name=study_name, storage=storage).trials
-    assert len(trials) == 8
+    assert len(trials) == 9
     assert all("measurement" in t.user_attrs for t in trials)
 
 
