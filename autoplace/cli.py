@@ -159,7 +159,10 @@ def tune(
     ] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs of --samples.")] = None,
     trials: Annotated[
-        int | None, typer.Option("--trials", help="At most this many new measurements.")
+        int | None,
+        typer.Option(
+            "--trials", help="At most this many new measurements (references and finalists count)."
+        ),
     ] = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Stop starting measurements after this (s).")

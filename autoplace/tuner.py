@@ -453,7 +453,10 @@ def tune(
     timed loops taking turns chunk by chunk (A B C A B C) until their turn-by-turn
     ratios settle (see :func:`autoplace.engine.time_interleaved`), and compared turn
     by turn (see :func:`margin`), so the winner is never a lucky draw nor a victim
-    of drift. Of the finalists no other beats beyond the noise, those within
+    of drift. When that does not tell the winner from its closest challenger beyond
+    the noise, the two are measured together once more with the ranking loop capped
+    at ``DUEL_CAP_S`` (a duel), and compared over every turn they shared. Of the
+    finalists no other beats beyond the noise, those within
     ``EQUIVALENT`` of the best of them are equals, and of equals the winner is
     float32 if one is, then the smallest batch. Executables compiled while searching
     are reused. A KeyboardInterrupt ends the search early: the result has
@@ -730,10 +733,11 @@ def _finalists_to_confirm(
 
 
 def _duel(ranked: list[Scored], obj: Objective) -> list[Config]:
-    """The winner and its strongest challenger, to be timed in turns once more, when
-    the confirmation left them apart by more than ``EQUIVALENT`` yet not beyond the
-    noise: the one comparison whose verdict decides the pick and is still open. None
-    when there is no such pair, or once the finalists have had their duel."""
+    """The winner and its closest challenger, to be timed in turns once more and for
+    longer, when the confirmation did not tell them apart beyond the noise: whether
+    one is ahead, or within ``EQUIVALENT`` (so that the preferred one may win), then
+    rests on every turn of both. None when the winner is beyond doubt, or once the
+    finalists have had their duel."""
     confirmed = [s for s in ranked if s.confirmed]
     if len({m.interleave_id for s in confirmed for m in s.rounds}) != 1:
         return []
@@ -742,8 +746,7 @@ def _duel(ranked: list[Scored], obj: Objective) -> list[Config]:
     if not others:
         return []
     challenger = min(others, key=lambda s: margin(obj, best, s)["margin"])
-    found = margin(obj, best, challenger)
-    if found["significant"] or abs(found["margin"]) <= EQUIVALENT:
+    if margin(obj, best, challenger)["significant"]:
         return []
     return [best.config, challenger.config]
 
