@@ -6,8 +6,9 @@ For each example workload, at one configuration (float32, its default width):
    timing loop of the same jitted step: a fresh Python process that imports the
    model file by itself, jits the step (donating the state for training, as the
    core does), warms up, and times chunks of steps ended by ``block_until_ready``.
-   Core and minimal loop alternate (A B A B ...) to cancel drift; the ratio of
-   their medians is reported (target: within 5%).
+   Core and minimal loop alternate (B A B A ...), a round being one of each; the
+   median over rounds of their ratio within a round is reported, where drift
+   between rounds cancels (target: within 5%).
 2. overhead: with a warm worker (workload built, step compiled), each measurement's
    wall time minus its timed loops and float32 reference (and minus lowering,
    compile and first call where the worker did not reuse the executable): what the
@@ -88,7 +89,7 @@ def minimal(path: str, name: str, batch: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
@@ -122,20 +123,23 @@ def main() -> None:
                 compiled = 0.0 if m.compile_cached else m.lower_s + m.compile_s + m.first_call_s
                 accounted = compiled + m.timing_s
                 overheads.append(m.wall_s - accounted - (m.reference_s or 0.0))
-            ratio = statistics.median(core_steps) / statistics.median(minimal_steps)
+            per_round = [c / m for c, m in zip(core_steps, minimal_steps, strict=True)]
+            ratio = statistics.median(per_round)
             row = {
                 "case": key,
                 "config": f"batch {batch}, float32",
                 "core_step_s": core_steps,
                 "minimal_step_s": minimal_steps,
                 "ratio_core_to_minimal": ratio,
+                "ratio_per_round": per_round,
                 "overhead_s": overheads,
                 "median_overhead_s": statistics.median(overheads),
             }
             results.append(row)
             print(
                 f"{key:9} core {statistics.median(core_steps) * 1e3:8.3f} ms  minimal "
-                f"{statistics.median(minimal_steps) * 1e3:8.3f} ms  ratio {ratio:5.3f}  "
+                f"{statistics.median(minimal_steps) * 1e3:8.3f} ms  ratio {ratio:5.3f} "
+                f"({min(per_round):5.3f}-{max(per_round):5.3f})  "
                 f"overhead {row['median_overhead_s']:.3f} s "
                 f"(max {max(overheads):.3f})",
                 flush=True,

@@ -28,6 +28,7 @@ e. the figures are written as JSON under benchmarks/results/, tagged with the
    machine fingerprint.
 
 Run from the repository root:  python benchmarks/search_benchmark.py
+(``--workloads path/to/model.py:NAME`` benchmarks a workload of your own.)
 """
 
 from __future__ import annotations
@@ -156,8 +157,13 @@ def relative_range(values: list[float]) -> float | None:
 
 
 def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[str, Any]:
-    path, workload = WORKLOADS[key]
-    model = ROOT / path
+    if key in WORKLOADS:
+        path, workload = WORKLOADS[key]
+        model = ROOT / path
+    else:  # your own: MODEL_FILE:WORKLOAD
+        path, _, workload = key.rpartition(":")
+        model = Path(path).resolve()
+        key = workload
     objective = make_objective("throughput")
     print(f"\n== {key}: grid at the core's full settings", flush=True)
     grid, grid_wall, space = full_grid(model, workload)
@@ -277,7 +283,11 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help=f"comma-separated: {', '.join(WORKLOADS)}, or MODEL_FILE:WORKLOAD of your own",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="tune runs per workload")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved re-measurements")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
