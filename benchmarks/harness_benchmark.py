@@ -3,12 +3,13 @@
 For each example workload, at one configuration (float32, its default width):
 
 1. accuracy: the core's steady-state ``step_s`` against a minimal, independent
-   timing loop of the same jitted step: a fresh Python process that imports the
-   model file by itself, jits the step (donating the state for training, as the
-   core does), warms up, and times chunks of steps ended by ``block_until_ready``.
-   Core and minimal loop alternate (B A B A ...), a round being one of each; the
-   median over rounds of their ratio within a round is reported, where drift
-   between rounds cancels (target: within 5%).
+   timing loop of the same jitted step: a Python process of its own that imports
+   the model file by itself, jits the step (donating the state for training, as
+   the core does), and, each time it is asked, warms up and times chunks of steps
+   ended by ``block_until_ready``. Core and minimal loop alternate (B A B A ...,
+   about 1 s each), a round being one of each; the median over rounds of their
+   ratio within a round is reported, where drift between rounds cancels, with its
+   90% confidence interval (sign test) (target: within 5%).
 2. overhead: with a warm worker (workload built, step compiled), each measurement's
    wall time minus its timed loops and float32 reference (and minus lowering,
    compile and first call where the worker did not reuse the executable): what the
@@ -30,6 +31,7 @@ from pathlib import Path
 from results_file import write_results
 
 import autoplace
+from autoplace.tuner import lower_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
@@ -56,40 +58,73 @@ MINIMAL_LOOP = textwrap.dedent(
     step = jax.jit(w.step, donate_argnums=(0,) if train else ())
     out = step(state, x)
     state = out if train else state
-    for _ in range(5):
-        out = step(state, x)
-        state = out if train else state
-    jax.block_until_ready(out)
-    t = time.perf_counter(); out = step(state, x); state = out if train else state
-    jax.block_until_ready(out); one = time.perf_counter() - t
-    k = max(1, int(0.05 / max(one, 1e-7)))
-    samples = []
-    start = time.perf_counter()
-    while len(samples) < 5 or (time.perf_counter() - start < 1.0 and len(samples) < 40):
-        t = time.perf_counter()
-        for _ in range(k):
+    print("ready", flush=True)
+    for _ in sys.stdin:  # one timing per line read
+        for _ in range(5):
             out = step(state, x)
             state = out if train else state
         jax.block_until_ready(out)
-        samples.append((time.perf_counter() - t) / k)
-    print(statistics.median(samples))
+        t = time.perf_counter(); out = step(state, x); state = out if train else state
+        jax.block_until_ready(out); one = time.perf_counter() - t
+        k = max(1, int(0.05 / max(one, 1e-7)))
+        samples = []
+        start = time.perf_counter()
+        while len(samples) < 5 or (time.perf_counter() - start < 1.0 and len(samples) < 40):
+            t = time.perf_counter()
+            for _ in range(k):
+                out = step(state, x)
+                state = out if train else state
+            jax.block_until_ready(out)
+            samples.append((time.perf_counter() - t) / k)
+        print(statistics.median(samples), flush=True)
     """
 )
 
 
-def minimal(path: str, name: str, batch: int) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", MINIMAL_LOOP, str(ROOT / path), name, str(batch)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.strip().splitlines()[-1])
+class MinimalLoop:
+    """The minimal timing loop, in a process of its own that stays up between rounds
+    (so the two loops alternate at the pace of their timings, not of process start-up):
+    ``time()`` warms up with 5 steps and returns the median of its chunks."""
+
+    def __init__(self, path: str, name: str, batch: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", MINIMAL_LOOP, str(ROOT / path), name, str(batch)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._read()
+
+    def _read(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the minimal loop exited with {self.proc.wait()}")
+        return line
+
+    def time(self) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        return float(self._read())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def median_interval(values: list[float], alpha: float = 0.05) -> tuple[float, float]:
+    """A two-sided ``1 - 2 * alpha`` confidence interval for the median of ``values``,
+    from the sign test (distribution-free), as the tuner compares finalists."""
+    low = lower_bound(values, alpha)
+    high = -lower_bound([-v for v in values], alpha)
+    return low, high
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
@@ -111,9 +146,10 @@ def main() -> None:
                 )
 
             core()  # build once, so every timed round runs with a warm worker
+            loop = MinimalLoop(path, name, batch)
             core_steps, minimal_steps, overheads = [], [], []
             for _ in range(args.rounds):
-                minimal_steps.append(minimal(path, name, batch))
+                minimal_steps.append(loop.time())
                 m = core()
                 assert m.status == "ok", m.reason
                 core_steps.append(m.step_s)
@@ -123,8 +159,10 @@ def main() -> None:
                 compiled = 0.0 if m.compile_cached else m.lower_s + m.compile_s + m.first_call_s
                 accounted = compiled + m.timing_s
                 overheads.append(m.wall_s - accounted - (m.reference_s or 0.0))
+            loop.close()
             per_round = [c / m for c, m in zip(core_steps, minimal_steps, strict=True)]
             ratio = statistics.median(per_round)
+            low, high = median_interval(per_round)
             row = {
                 "case": key,
                 "config": f"batch {batch}, float32",
@@ -132,6 +170,7 @@ def main() -> None:
                 "minimal_step_s": minimal_steps,
                 "ratio_core_to_minimal": ratio,
                 "ratio_per_round": per_round,
+                "ratio_interval_90": [low, high],
                 "overhead_s": overheads,
                 "median_overhead_s": statistics.median(overheads),
             }
@@ -139,7 +178,7 @@ def main() -> None:
             print(
                 f"{key:9} core {statistics.median(core_steps) * 1e3:8.3f} ms  minimal "
                 f"{statistics.median(minimal_steps) * 1e3:8.3f} ms  ratio {ratio:5.3f} "
-                f"({min(per_round):5.3f}-{max(per_round):5.3f})  "
+                f"(90% interval {low:5.3f}-{high:5.3f})  "
                 f"overhead {row['median_overhead_s']:.3f} s "
                 f"(max {max(overheads):.3f})",
                 flush=True,
