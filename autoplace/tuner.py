@@ -588,8 +588,7 @@ def tune(
                 ranked = _scored(seen.figures(), obj, estimates=estimates)
                 group = _finalists_to_confirm(ranked, seen.confirmed, obj, confirm, seen.pending)
             if not group:
-                figures, verdicts = _standings(seen.figures(), seen.confirmed, obj)
-                group = _duel(_scored(figures, obj, verdicts, estimates), obj)
+                group = _duel(_ranking(seen, obj, estimates)[1], obj)
                 duel = bool(group)
             if not group:
                 break
@@ -645,13 +644,13 @@ def tune(
                 else:
                     seen.searches.append((config, result))
             if on_trial is not None:
-                best = _best(seen, obj)
+                ranked = _ranking(seen, obj)[1]
+                best = ranked[0] if ranked else None
                 for result in results:
                     score = obj.score(result) if result.status == "ok" else None
                     on_trial(TrialEvent(result, score, best, new_trials, trials, obj))
 
-    in_space, verdicts = _standings(seen.figures(), seen.confirmed, obj)
-    ranked = _scored(in_space, obj, verdicts, seen.estimates(obj))
+    in_space, ranked = _ranking(seen, obj)
     rows = _per_group(ranked)
     best = rows[0] if rows else None
     document = recommendation_document(
@@ -817,11 +816,14 @@ def _lead(running: list[Scored], obj: Objective) -> Scored:
     return max(running, key=standing)
 
 
-def _best(seen: _Seen, obj: Objective) -> Scored | None:
-    """The configuration leading on what ``seen`` holds."""
+def _ranking(
+    seen: _Seen, obj: Objective, estimates: Mapping[Config, float | None] | None = None
+) -> tuple[dict[Config, Measurement], list[Scored]]:
+    """Every configuration's figures (see :func:`_standings`) and the standing on what
+    ``seen`` holds, best first; ``estimates``: ``seen.estimates(obj)``, if at hand."""
     figures, verdicts = _standings(seen.figures(), seen.confirmed, obj)
-    ranked = _scored(figures, obj, verdicts, seen.estimates(obj))
-    return ranked[0] if ranked else None
+    estimates = seen.estimates(obj) if estimates is None else estimates
+    return figures, _scored(figures, obj, verdicts, estimates)
 
 
 def _per_group(ranked: list[Scored]) -> list[Scored]:
