@@ -4,6 +4,7 @@ The public API. Importing it loads neither JAX nor Optuna: measurements run in a
 worker process, and the tuner imports Optuna when it is called.
 """
 
+from autoplace._version import __version__
 from autoplace.config import PRECISIONS, Config
 from autoplace.devices import DeviceInfo
 from autoplace.errors import (
@@ -14,16 +15,21 @@ from autoplace.errors import (
     StorageError,
     WorkerError,
 )
-from autoplace.measure import measure
 from autoplace.measurement import Measurement
-from autoplace.objectives import Objective, make_objective
-from autoplace.search import Climb, Grid, Space, Strategy
+from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.tuner import TrialEvent, TuneResult, tune
-from autoplace.worker import Backend, InProcessBackend, SubprocessBackend
+from autoplace.tuning import (
+    Climb,
+    Grid,
+    Objective,
+    Space,
+    Strategy,
+    TrialEvent,
+    TuneResult,
+    make_objective,
+    tune,
+)
 from autoplace.workload import Workload, WorkloadInfo, workload
-
-__version__ = "0.1.0"
 
 __all__ = [
     "PRECISIONS",

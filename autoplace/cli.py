@@ -96,7 +96,7 @@ def measure(
 ) -> None:
     """Measure ONE configuration, keeping compile, first call, steady step and transfer apart."""
     from autoplace.config import Config
-    from autoplace.measure import measure as run_measure
+    from autoplace.measuring import measure as run_measure
     from autoplace.settings import MeasureSettings
     from autoplace.units import parse_size
 
@@ -117,7 +117,7 @@ def measure(
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
     else:
-        from autoplace.display import measurement_table
+        from autoplace.report._display import measurement_table
 
         measurement_table(result)
     raise typer.Exit(0 if result.status == "ok" else 1)
@@ -193,9 +193,9 @@ def tune(
     as_json: JsonOpt = False,
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""
-    from autoplace.search import strategy_named
     from autoplace.settings import MeasureSettings
-    from autoplace.tuner import tune as run_tune
+    from autoplace.tuning import strategy_named
+    from autoplace.tuning import tune as run_tune
     from autoplace.units import parse_ints, parse_list, parse_size
 
     with handle_errors():
@@ -222,16 +222,16 @@ def tune(
         if as_json:
             result = run_tune(model_file, **options)
         else:
-            from autoplace.display import tune_progress
+            from autoplace.report._display import tune_progress
 
             with tune_progress(trials) as on_trial:
                 result = run_tune(model_file, **options, on_trial=on_trial)
     if as_json:
-        from autoplace.display import tune_summary
+        from autoplace.report._display import tune_summary
 
         typer.echo(json.dumps(tune_summary(result)))
     else:
-        from autoplace.display import tune_report
+        from autoplace.report._display import tune_report
 
         tune_report(result)
     if result.interrupted:
@@ -250,14 +250,14 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a recommendation file readably."""
-    from autoplace import recommendation
+    from autoplace.report import read
 
     with handle_errors():
-        document = recommendation.read(path)
+        document = read(path)
     if as_json:
         typer.echo(json.dumps(document, default=str))
     else:
-        from autoplace.display import recommendation_report
+        from autoplace.report._display import recommendation_report
 
         recommendation_report(document)
 

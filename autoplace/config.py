@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from autoplace.devices import canonical_platform
 from autoplace.errors import BadInputError
 
 #: The precisions autoplace knows, fastest-to-emulate last.
@@ -46,9 +47,7 @@ def parse_device(text: str) -> str:
         raise BadInputError(
             f"bad device {text!r}: write it as PLATFORM or PLATFORM:INDEX, e.g. cpu, gpu:0"
         )
-    platform = match["platform"]
-    platform = {"cuda": "gpu", "rocm": "gpu"}.get(platform, platform)
-    return f"{platform}:{int(match['index'] or 0)}"
+    return f"{canonical_platform(match['platform'])}:{int(match['index'] or 0)}"
 
 
 def check_batch_size(value: int) -> int:

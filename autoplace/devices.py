@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+#: JAX platform names that autoplace calls ``gpu``: one name, whatever the vendor.
+_GPU_PLATFORMS = frozenset({"cuda", "rocm", "gpu"})
+
+
+def canonical_platform(platform: str) -> str:
+    """``gpu`` for any GPU platform name JAX or a user gives (``cuda``, ``rocm``), else as is."""
+    return "gpu" if platform in _GPU_PLATFORMS else platform
+
 
 @dataclasses.dataclass(frozen=True)
 class DeviceInfo:

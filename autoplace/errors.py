@@ -39,3 +39,9 @@ class StorageError(BadInputError):
 
 class WorkerError(AutoplaceError):
     """The measurement worker broke in a way that is autoplace's fault, not the workload's."""
+
+
+def first_line(exc: BaseException, limit: int | None = 200) -> str:
+    """The first line of ``exc``'s message (at most ``limit`` characters), or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__

@@ -14,6 +14,7 @@ import socket
 from collections import Counter
 from typing import Any
 
+from autoplace._version import __version__
 from autoplace.devices import DeviceInfo
 
 
@@ -46,8 +47,6 @@ def hardware(devices: list[DeviceInfo]) -> dict[str, Any]:
 
 
 def software() -> dict[str, Any]:
-    from autoplace import __version__
-
     return {
         "autoplace": __version__,
         "jax": _version("jax"),

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from autoplace.errors import ModelFileError
+from autoplace.errors import ModelFileError, first_line
 
 Kind = Literal["train", "infer"]
 
@@ -147,8 +147,8 @@ def _user_frame(exc: BaseException, path: Path) -> str:
 
 def describe_exception(exc: BaseException, path: Path | None = None) -> str:
     """One line: ``Type: message (file:line)``, with the model file's frame when known."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    name, message = type(exc).__name__, first_line(exc, limit=None)
+    text = name if message == name else f"{name}: {message}"
     if isinstance(exc, SyntaxError):
         text = f"SyntaxError: {exc.msg}"
     where = _user_frame(exc, path) if path is not None else ""

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from autoplace.drift import corrected_scores
+from autoplace.tuning import corrected_scores
 
 
 def test_groups_timed_in_turns_are_put_on_one_scale():

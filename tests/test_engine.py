@@ -17,7 +17,7 @@ from conftest import FAST, N_CPU_DEVICES, line_of, model, request, write_model
 
 import autoplace
 from autoplace import BadInputError, Config, InProcessBackend, MeasureSettings
-from autoplace.engine import (
+from autoplace.measuring import (
     ConfigFailure,
     compute_dtypes,
     relative_deviation,

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from autoplace import BadInputError, Measurement
-from autoplace.objectives import latency, make_objective, throughput, time_to_finish
+from autoplace.tuning import latency, make_objective, throughput, time_to_finish
 
 
 def measured(**figures) -> Measurement:

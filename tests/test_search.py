@@ -4,8 +4,7 @@ import pytest
 from synthetic import SyntheticBackend, best_by_formula
 
 from autoplace import Climb, Config, Grid, Space
-from autoplace.objectives import throughput, time_to_finish
-from autoplace.search import MAX_GROUP, strategy_named
+from autoplace.tuning import MAX_GROUP, strategy_named, throughput, time_to_finish
 
 BATCHES = tuple(2**i for i in range(13))
 

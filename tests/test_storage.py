@@ -16,7 +16,7 @@ from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import StorageError
-from autoplace.storage import mask_url, normalize_url, open_storage, storage_at
+from autoplace.study import mask_url, normalize_url, open_storage, storage_at
 
 SERVERS = {
     "postgresql": "postgresql://postgres@127.0.0.1:5432/test",

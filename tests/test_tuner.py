@@ -10,9 +10,9 @@ from conftest import model
 from synthetic import SyntheticBackend, bfloat16_ahead, bfloat16_just_ahead
 
 import autoplace
-from autoplace import BadInputError, tuner
-from autoplace import recommendation as rec
-from autoplace.storage import storage_at
+from autoplace import BadInputError, tuning
+from autoplace import report as rec
+from autoplace.study import storage_at
 
 
 @pytest.fixture
@@ -123,13 +123,13 @@ def test_finalists_are_confirmed_together(env):
     # the search's one group (no reference: nothing was known), then the finalists'
     assert backend.groups == [list(result.space.configs()), top]
     for r in confirmations(backend):
-        assert r.settings.fed_time_cap_s == tuner.CONFIRM_CAP_S  # throughput ranks on it
+        assert r.settings.fed_time_cap_s == tuning.CONFIRM_CAP_S  # throughput ranks on it
         # the rest as while searching: the other loop and the transfer glanced at, and
         # no warm-up step: the step loop's glance warms the fed loop
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
         assert r.settings.warmup_steps == 0
     for r in searched:
-        assert r.settings.fed_time_cap_s == tuner.SEARCH_CAP_S
+        assert r.settings.fed_time_cap_s == tuning.SEARCH_CAP_S
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
     best = result.best
     assert best.confirmed and len(best.votes) == 1 and best.score == pytest.approx(best.votes[0])
@@ -146,7 +146,7 @@ def test_latency_searches_on_the_step_loop_and_times_the_transfer(env):
     full = autoplace.MeasureSettings()
     for r in backend.measured:
         assert r.settings.transfer_cap_s == full.transfer_cap_s  # latency counts it
-        ranked = tuner.SEARCH_CAP_S if not r.settings.deviation else tuner.CONFIRM_CAP_S
+        ranked = tuning.SEARCH_CAP_S if not r.settings.deviation else tuning.CONFIRM_CAP_S
         assert r.settings.time_cap_s == ranked and r.settings.fed_time_cap_s == 0.0
     assert len(backend.groups[-1]) == 2  # the two finalists confirmed together
 
@@ -162,11 +162,11 @@ def test_a_finalist_confirmed_elsewhere_is_measured_again_with_the_others(env):
         searched[c] = backend.measure(autoplace.MeasureRequest("x.py", "0", "synthetic", c))
     best = max(searched, key=lambda c: objective.score(searched[c]))
     done = {best: [searched[best]]}
-    ranked = tuner._scored(searched, objective)
-    group = tuner._finalists_to_confirm(ranked, done, objective, 3, frozenset())
+    ranked = tuning._scored(searched, objective)
+    group = tuning._finalists_to_confirm(ranked, done, objective, 3, frozenset())
     assert set(group) == set(searched)
     everyone = {c: [m] for c, m in searched.items()}
-    assert tuner._finalists_to_confirm(ranked, everyone, objective, 3, frozenset()) == []
+    assert tuning._finalists_to_confirm(ranked, everyone, objective, 3, frozenset()) == []
 
 
 def test_each_search_group_is_anchored_to_the_best_so_far_and_drift_is_fitted_out(env):
@@ -199,14 +199,14 @@ def test_an_open_verdict_between_the_finalists_is_settled_by_a_duel(env):
     options = dict(strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2, precisions=precisions)
     run(env, backend, **options)
     first, duel = confirmations(backend)[:2], confirmations(backend)[2:]
-    assert [r.settings.fed_time_cap_s for r in first] == [tuner.CONFIRM_CAP_S] * 2
-    assert [r.settings.fed_time_cap_s for r in duel] == [tuner.DUEL_CAP_S] * 2
+    assert [r.settings.fed_time_cap_s for r in first] == [tuning.CONFIRM_CAP_S] * 2
+    assert [r.settings.fed_time_cap_s for r in duel] == [tuning.DUEL_CAP_S] * 2
     assert {r.config for r in duel} == {r.config for r in first}
     doc = rec.read(env["out"])
     assert doc["recommendation"]["precision"] == "bfloat16"
     runner_up = doc["recommendation"]["runner_up"]
     assert runner_up["basis"] == "paired over 20 turns" and runner_up["significant"] is False
-    assert runner_up["margin"] > tuner.EQUIVALENT
+    assert runner_up["margin"] > tuning.EQUIVALENT
     assert len(doc["recommendation"]["figures"]["score_votes"]) == 2  # confirmed twice
     again = SyntheticBackend()
     run(env, again, **options)
@@ -315,21 +315,21 @@ def test_the_margin_counts_how_far_a_confirmed_scores_votes_lie_apart():
     m = autoplace.Measurement(
         "ok", "", "cpu:0", 8, "float32", None, fed_step_s=1.0, fed_step_spread=0.01
     )
-    best = tuner.Scored(m, 110.0, votes=(100.0, 110.0, 122.0))
-    other = tuner.Scored(m, 100.0)
-    found = tuner.margin(objective, best, other)
+    best = tuning.Scored(m, 110.0, votes=(100.0, 110.0, 122.0))
+    other = tuning.Scored(m, 100.0)
+    found = tuning.margin(objective, best, other)
     assert found["margin"] == pytest.approx(0.10)
     assert found["noise"] == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
     assert found["significant"] is False
-    assert tuner.margin(objective, tuner.Scored(m, 110.0), other)["significant"] is True
+    assert tuning.margin(objective, tuning.Scored(m, 110.0), other)["significant"] is True
 
 
 def test_lower_bound_is_the_sign_tests_order_statistic():
     values = [float(v) for v in range(20, 0, -1)]
     # P(Binomial(20, 1/2) <= 5) = 0.021 <= 0.05 < P(<= 6) = 0.058: the 6th smallest
-    assert tuner.lower_bound(values, 0.05) == 6.0
-    assert tuner.lower_bound(values[:5], 0.05) == 16.0  # the least of five: p = 1/32
-    assert tuner.lower_bound(values[:4], 0.05) == -math.inf  # four can never be enough
+    assert tuning.lower_bound(values, 0.05) == 6.0
+    assert tuning.lower_bound(values[:5], 0.05) == 16.0  # the least of five: p = 1/32
+    assert tuning.lower_bound(values[:4], 0.05) == -math.inf  # four can never be enough
 
 
 def _together(fed_chunks, precision, batch=8):
@@ -339,7 +339,7 @@ def _together(fed_chunks, precision, batch=8):
         fed_samples_per_s=batch / statistics.median(fed_chunks),
     )  # fmt: skip
     objective = autoplace.make_objective("throughput")
-    return tuner.Scored(m, objective.score(m), votes=(objective.score(m),))
+    return tuning.Scored(m, objective.score(m), votes=(objective.score(m),))
 
 
 def test_finalists_timed_in_turns_are_compared_turn_by_turn():
@@ -349,21 +349,21 @@ def test_finalists_timed_in_turns_are_compared_turn_by_turn():
     drift = [1.0, 1.3, 0.7, 1.1, 0.9, 1.25, 0.75, 1.0]
     fast = _together([0.97 * d for d in drift], "bfloat16")
     slow = _together(drift, "float32")
-    found = tuner.margin(objective, fast, slow)
+    found = tuning.margin(objective, fast, slow)
     assert found["margin"] == pytest.approx(1 / 0.97 - 1)
     assert found["significant"] is True and found["basis"] == "paired over 8 turns"
-    assert tuner.margin(objective, slow, fast)["significant"] is False
+    assert tuning.margin(objective, slow, fast)["significant"] is False
     # Timed in different calls, the same figures are only as good as their spread.
-    apart = tuner.Scored(dataclasses.replace(slow.measurement, interleave_id="h"), slow.score)
-    assert tuner.margin(objective, fast, apart)["significant"] is False
+    apart = tuning.Scored(dataclasses.replace(slow.measurement, interleave_id="h"), slow.score)
+    assert tuning.margin(objective, fast, apart)["significant"] is False
     # Within the noise the winner is float32 (then the smaller batch); beyond it, the faster.
-    assert tuner._scored({}, objective, {}) == []
+    assert tuning._scored({}, objective, {}) == []
     mixed = [1.0 + 0.04 * (-1) ** i for i in range(8)]
     even = _together([0.99 * d * x for d, x in zip(drift, mixed, strict=True)], "bfloat16")
-    first = tuner._scored({even.config: even.measurement, slow.config: slow.measurement},
+    first = tuning._scored({even.config: even.measurement, slow.config: slow.measurement},
                           objective, {even.config: even, slow.config: slow})[0]  # fmt: skip
     assert even.score > slow.score and first.config.precision == "float32"
-    first = tuner._scored({fast.config: fast.measurement, slow.config: slow.measurement},
+    first = tuning._scored({fast.config: fast.measurement, slow.config: slow.measurement},
                           objective, {fast.config: fast, slow.config: slow})[0]  # fmt: skip
     assert first.config.precision == "bfloat16"
 

@@ -39,68 +39,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterable, Mapping
-from typing import Protocol
+from collections.abc import Iterable
 
 from autoplace.config import Config
-from autoplace.errors import BadInputError
-from autoplace.objectives import Objective
-
-#: A configuration's result as the search sees it: a score, or None for a failure.
-Scores = Mapping[Config, "float | None"]
-#: The most new configurations a strategy proposes to measure together.
-MAX_GROUP = 3
-
-
-@dataclasses.dataclass(frozen=True)
-class Space:
-    """The candidates: every combination of the four axes."""
-
-    devices: tuple[str, ...]
-    batch_sizes: tuple[int, ...]
-    precisions: tuple[str, ...]
-    widths: tuple[int | None, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "batch_sizes", tuple(sorted(set(self.batch_sizes))))
-
-    def arms(self) -> list[tuple[str, str, int | None]]:
-        return list(itertools.product(self.devices, self.precisions, self.widths))
-
-    def configs(self) -> list[Config]:
-        return [
-            Config(device=d, batch_size=b, precision=p, width=w)
-            for d, p, w in self.arms()
-            for b in self.batch_sizes
-        ]
-
-    def __len__(self) -> int:
-        return len(self.devices) * len(self.batch_sizes) * len(self.precisions) * len(self.widths)
-
-
-class Strategy(Protocol):
-    """Proposes what to measure next.
-
-    ``propose`` must be a pure function of its arguments and return a group of
-    distinct configurations, none in ``scores`` or ``pending``, of at most
-    :data:`MAX_GROUP`: they are measured together, their timed loops in turns. It
-    returns an empty group once nothing left is worth measuring. It is called from
-    one thread.
-    """
-
-    def propose(
-        self, space: Space, objective: Objective, scores: Scores, pending: frozenset[Config]
-    ) -> tuple[Config, ...]: ...
-
-
-class Grid:
-    """Every configuration, in order, :data:`MAX_GROUP` at a time: the exhaustive baseline."""
-
-    def propose(
-        self, space: Space, objective: Objective, scores: Scores, pending: frozenset[Config]
-    ) -> tuple[Config, ...]:
-        left = (c for c in space.configs() if c not in scores and c not in pending)
-        return tuple(itertools.islice(left, MAX_GROUP))
+from autoplace.tuning._objectives import Objective
+from autoplace.tuning._space import Space
+from autoplace.tuning._strategies import MAX_GROUP, Scores
 
 
 def _arm(c: Config) -> tuple[str, str, int | None]:
@@ -265,12 +209,3 @@ class Climb:
             if objective.gain(s_lead, best_of(arm)[1]) <= self.reach
             for c in neighbours(arm)
         )
-
-
-def strategy_named(name: str) -> Strategy:
-    """The strategy ``--search NAME`` asks for."""
-    if name == "climb":
-        return Climb()
-    if name == "grid":
-        return Grid()
-    raise BadInputError(f"unknown search {name!r}: use climb (the default) or grid")

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autoplace.errors import StorageError
+from autoplace.errors import StorageError, first_line
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
 
@@ -92,9 +92,8 @@ def open_storage(url: str) -> Any:
     except StorageError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise StorageError(
-            f"cannot open study storage {shown}: {first}; check the URL, that the server "
+            f"cannot open study storage {shown}: {first_line(exc)}; check the URL, that the server "
             "is running, and that the file is an autoplace/Optuna study database"
         ) from exc
 

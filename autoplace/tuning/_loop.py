@@ -31,19 +31,24 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import fingerprint
-from autoplace.config import PRECISIONS, Config, check_batch_size, parse_device, parse_precision
-from autoplace.devices import distinct_kinds
+from autoplace.config import PRECISIONS, Config
 from autoplace.errors import BadInputError, StorageError
-from autoplace.measure import check_device, resolve_workload
 from autoplace.measurement import Measurement
-from autoplace.objectives import Objective, make_objective
-from autoplace.search import Climb, Space, Strategy
+from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.storage import close_storage, default_url, mask_url, normalize_url, open_storage
-from autoplace.worker import Backend, SubprocessBackend
+from autoplace.study._storage import (
+    close_storage,
+    default_url,
+    mask_url,
+    normalize_url,
+    open_storage,
+)
+from autoplace.tuning._climb import Climb
+from autoplace.tuning._objectives import Objective, make_objective
+from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
+from autoplace.tuning._space import Space
+from autoplace.tuning._strategies import Strategy
 
-#: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
-DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
 _ATTR = "measurement"
 #: Time cap of the loop that ranks, per configuration, while searching (three turns, at
 #: least, of a 50 ms chunk after 30 ms of settling), while confirming, and in a duel.
@@ -203,41 +208,6 @@ def _in_the_running(ranked: list[Scored], objective: Objective) -> list[Scored]:
     ]
 
 
-# --- options -------------------------------------------------------------------------
-
-
-def _check_positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise BadInputError(f"{name} must be positive, got {value}")
-
-
-def build_space(
-    devices: Sequence[str] | None,
-    batch_sizes: Sequence[int] | None,
-    precisions: Sequence[str] | None,
-    widths: Sequence[int] | None,
-    *,
-    available: Sequence[Any],
-    default_width: int | None,
-    default_batches: Sequence[int],
-) -> Space:
-    """The search space from the user's options and what the machine and file offer."""
-    if devices:
-        names = tuple(dict.fromkeys(parse_device(d) for d in devices))
-        for name in names:
-            check_device(list(available), name)
-    else:
-        names = tuple(d.name for d in distinct_kinds(list(available)))
-    batches = tuple(check_batch_size(b) for b in (batch_sizes or default_batches))
-    precs = tuple(dict.fromkeys(parse_precision(p) for p in (precisions or PRECISIONS)))
-    if widths:
-        for w in widths:
-            if w < 1:
-                raise BadInputError(f"width must be at least 1, got {w}")
-    ws: tuple[int | None, ...] = tuple(dict.fromkeys(widths)) if widths else (default_width,)
-    return Space(devices=names, batch_sizes=batches, precisions=precs, widths=ws)
-
-
 # --- Optuna glue ---------------------------------------------------------------------
 
 
@@ -342,7 +312,7 @@ class _Seen:
     def estimates(self, obj: Objective) -> dict[Config, float | None]:
         """The search's score of each configuration, drift between its groups removed
         (see :mod:`autoplace.drift`); ``None`` for one that never ran."""
-        from autoplace.drift import corrected_scores
+        from autoplace.tuning._drift import corrected_scores
 
         scored = ((c, m, obj.score(m)) for c, m in self.searches if m.status == "ok")
         fitted = corrected_scores([(c, m.interleave_id, s) for c, m, s in scored if s])
@@ -401,7 +371,7 @@ def _standings(
     between them is fitted out as the search's is (:mod:`autoplace.drift`). Its
     figures are those of its latest confirmation: a real measurement.
     """
-    from autoplace.drift import corrected_scores
+    from autoplace.tuning._drift import corrected_scores
 
     figures = dict(searched)
     ran = {c: [m for m in ms if m.status == "ok"] for c, ms in confirmed.items()}
@@ -474,9 +444,9 @@ def tune(
         if isinstance(objective, Objective)
         else make_objective(objective, steps=steps, samples=samples, epochs=epochs)
     )
-    _check_positive("--trials", trials)
-    _check_positive("--timeout", timeout)
-    _check_positive("--max-memory", max_memory)
+    check_positive("--trials", trials)
+    check_positive("--timeout", timeout)
+    check_positive("--max-memory", max_memory)
     url = normalize_url(storage) if storage else default_url()
     settings = settings or MeasureSettings()
     if max_memory is not None:
@@ -667,7 +637,7 @@ def tune(
     )
     written = None
     if out is not None and best is not None:
-        from autoplace import recommendation
+        from autoplace.report import _file as recommendation
 
         written = recommendation.write(out, document)
     return TuneResult(
@@ -892,7 +862,7 @@ def recommendation_document(
 ) -> dict[str, Any]:
     """The recommendation file's content (see the README for its schema); ``ranked`` is
     :func:`_scored`'s standing of ``measurements``, ``rows`` its :func:`_per_group`."""
-    from autoplace.recommendation import SCHEMA_VERSION
+    from autoplace.report._file import SCHEMA_VERSION
 
     best = ranked[0] if ranked else None
     doc: dict[str, Any] = {

@@ -1,9 +1,9 @@
-"""Measurement backends: where a measurement runs, and how its failures are contained.
+"""The default backend: a reusable worker process that no configuration can take down.
 
-:class:`SubprocessBackend` (the default) runs measurements in a worker process that
-imports JAX once and is reused, so a measurement does not pay Python+JAX start-up
-each time. The calling process never imports JAX or touches an accelerator, so a
-workload that crashes, hangs or exhausts memory takes down only the worker:
+:class:`SubprocessBackend` runs measurements in a worker process that imports JAX
+once and is reused, so a measurement does not pay Python+JAX start-up each time.
+The calling process never imports JAX or touches an accelerator, so a workload
+that crashes, hangs or exhausts memory takes down only the worker:
 
 * the worker dies (segfault, abort, kill): status ``crash``, with the signal and
   the last line the worker printed; a fresh worker serves the next measurement;
@@ -11,15 +11,11 @@ workload that crashes, hangs or exhausts memory takes down only the worker:
 * out of memory: status ``oom``; the worker is replaced, because an allocator that
   has failed once is not trusted for the next timing;
 * the user's code raises: status ``error``; the worker is kept (Python state is intact).
-
-:class:`InProcessBackend` runs in the calling process: no isolation, no start-up
-cost. Tests and debuggers use it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -33,11 +29,12 @@ import traceback
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
 from autoplace.measurement import Measurement
+from autoplace.measuring._backend import with_figures
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
 
@@ -47,75 +44,11 @@ _PASSED_ERRORS: dict[str, type[AutoplaceError]] = {
 }
 #: How a worker process starts: a fresh interpreter calling :func:`_worker_main`.
 _WORKER_BOOT = (
-    "import json, sys; from autoplace.worker import _worker_main; "
+    "import json, sys; from autoplace.measuring._subprocess import _worker_main; "
     "_worker_main(int(sys.argv[1]), json.loads(sys.argv[2]))"
 )
 #: Statuses after which the worker is not reused.
 _RESTART_AFTER = frozenset({"oom", "crash", "timeout"})
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """Where measurements run. The contract every backend keeps:
-
-    * calls come one at a time from one thread (timings need the machine quiet);
-    * :meth:`measure` returns a :class:`Measurement` for every failure that belongs
-      to the configuration (``oom``, ``crash``, ``timeout``, ``error``, ...); it
-      raises :class:`~autoplace.errors.BadInputError` for an impossible request
-      (unknown device, unknown workload) and :class:`WorkerError` for its own faults;
-    * :meth:`catalog` raises :class:`~autoplace.errors.ModelFileError` for a model
-      file that does not import or holds no workload;
-    * :meth:`close` releases processes and may be called twice.
-    """
-
-    def devices(self) -> list[DeviceInfo]: ...
-
-    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]: ...
-
-    def measure(self, request: MeasureRequest) -> Measurement: ...
-
-    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
-        """Measure several configurations with their timed loops taking turns chunk by
-        chunk (A B C A B C), one result per request, in order, so that drift slows
-        all alike; the loop settings are the first request's. Each keeps the
-        failure statuses of :meth:`measure`; a failure that may be its neighbours'
-        doing (``oom``, ``crash``, ``timeout``) is measured again alone."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class InProcessBackend:
-    """Measures in this process. No isolation: a crash here is the caller's crash."""
-
-    def __init__(self, jax_config: dict[str, Any] | None = None) -> None:
-        from autoplace.engine import Engine
-
-        self._engine = Engine(jax_config)
-
-    def devices(self) -> list[DeviceInfo]:
-        return self._engine.devices()
-
-    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
-        return self._engine.catalog(model_file, sha256)
-
-    def measure(self, request: MeasureRequest) -> Measurement:
-        return self.measure_together([request])[0]
-
-    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
-        t = time.perf_counter()
-        results = self._engine.measure_together(requests)
-        share = (time.perf_counter() - t) / len(results)
-        return [_with(m, worker_start_s=0.0, wall_s=share) for m in results]
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> InProcessBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class SubprocessBackend:
@@ -304,7 +237,7 @@ class SubprocessBackend:
         if any(m.status in _RESTART_AFTER for m in results):
             self._stop(kill=True)
         share = (time.perf_counter() - t) / len(requests)
-        results = [_with(m, worker_start_s=started, wall_s=share) for m in results]
+        results = [with_figures(m, worker_start_s=started, wall_s=share) for m in results]
         if len(requests) > 1:
             # Out of memory, a crash or a timeout among several may be the neighbours'
             # doing (their memory, their time): measure those configurations alone.
@@ -326,10 +259,6 @@ def _failed(request: MeasureRequest, status: str, reason: str) -> Measurement:
         width=c.width,
         workload=request.workload,
     )
-
-
-def _with(m: Measurement, **changes: Any) -> Measurement:
-    return dataclasses.replace(m, **changes)
 
 
 def _last_line(log: Path) -> str:
@@ -354,7 +283,7 @@ def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
     faulthandler.enable()
     conn = Connection(fd)
 
-    from autoplace.engine import Engine
+    from autoplace.measuring._engine import Engine
 
     engine = Engine(jax_config)
     while True:

@@ -9,8 +9,9 @@ from autoplace.config import Config
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
+from autoplace.measuring._backend import Backend
+from autoplace.measuring._subprocess import SubprocessBackend
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.worker import Backend, SubprocessBackend
 from autoplace.workload import ModelFile, WorkloadInfo, pick_workload
 
 

@@ -65,7 +65,12 @@ class Objective:
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` beats score ``b``."""
-        return a > b if self.direction == "maximize" else a < b
+        return self.key(a) > self.key(b)
+
+    def key(self, score: float) -> float:
+        """A sort key for ``score``: the better the score, the larger the key, whatever
+        the direction (``max(..., key=objective.key)`` is the best)."""
+        return score if self.direction == "maximize" else -score
 
     def gain(self, a: float, b: float) -> float:
         """How much better ``a`` is than ``b``, as a fraction of ``b`` (negative: worse)."""

@@ -25,10 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import itertools
-import math
 import os
-import re
 import time
 import uuid
 from collections import OrderedDict
@@ -41,8 +38,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError
+from autoplace.errors import BadInputError, first_line
 from autoplace.measurement import Measurement
+from autoplace.measuring._timing import summarize, time_interleaved
+from autoplace.measuring._xla import (
+    all_devices,
+    all_finite,
+    compute_dtypes,
+    device_name,
+    flops_of,
+    median_transfer,
+    memory_limit,
+    peak_bytes_in_use,
+    platform_of,
+    predicted_bytes,
+    relative_deviation,
+    tree_bytes,
+)
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.workload import (
     Workload,
@@ -54,9 +66,6 @@ from autoplace.workload import (
 )
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_DOT_RE = re.compile(
-    r"stablehlo\.(?:dot_general|dot|convolution)\b.*->\s*tensor<(?:[0-9?]+x)*([a-z0-9]+)>"
-)
 
 
 class ConfigFailure(Exception):
@@ -85,149 +94,8 @@ def user_phase(what: str, path: Path) -> Iterator[None]:
         raise
     except Exception as exc:
         if _is_oom(exc):
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise ConfigFailure("oom", f"out of memory while {what}: {first}") from exc
+            raise ConfigFailure("oom", f"out of memory while {what}: {first_line(exc)}") from exc
         raise ConfigFailure("error", f"{what} raised {describe_exception(exc, path)}") from exc
-
-
-def relative_spread(samples: list[float]) -> float:
-    """Interquartile range over median: 0.05 means the middle half lies within 5%."""
-    if len(samples) < 2:
-        return 0.0
-    q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return float((q3 - q1) / med) if med > 0 else 0.0
-
-
-def time_steps(
-    run_chunk: Callable[[int], float],
-    per_step_guess: float,
-    settings: MeasureSettings,
-    cap_s: float,
-) -> tuple[float, float, int]:
-    """Median seconds per step, its relative spread, and the number of chunks timed.
-
-    Stops once ``settings.min_samples`` chunks agree within ``settings.target_spread``,
-    or at ``settings.max_samples``, or past ``cap_s`` with at least three chunks; a
-    ``cap_s`` of 0 times a single chunk.
-
-    ``run_chunk(k)`` runs ``k`` steps, blocks until they are done and returns the
-    seconds it took. Chunks are sized to last at least ``settings.sample_min_s``
-    so timer resolution and the final synchronisation are amortised; the size
-    comes from ``per_step_guess``, the seconds of one step timed just before, which
-    counts as the first chunk when it lasted ``sample_min_s`` already (a step that
-    slow is timed one step a chunk anyway).
-    """
-    return summarize(time_interleaved([run_chunk], [per_step_guess], settings, cap_s)[0])
-
-
-def summarize(samples: Sequence[float]) -> tuple[float, float, int]:
-    """(median, relative spread, count) of per-step seconds, one per timed chunk."""
-    return float(np.median(samples)), relative_spread(list(samples)), len(samples)
-
-
-def time_interleaved(
-    run_chunks: Sequence[Callable[[int], float]],
-    per_step_guesses: Sequence[float],
-    settings: MeasureSettings,
-    cap_s: float,
-) -> list[list[float]]:
-    """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
-
-    Every loop gets the same number of chunks, each about ``settings.sample_min_s``
-    long, so a machine that drifts (another process, clocks, heat) slows them
-    alike and their comparison keeps what the drift would have spoilt when timed
-    one after the other. With several loops, each timed chunk follows about
-    ``settings.settle_s`` of untimed steps of its own loop: resumed after another
-    loop's turn, a loop runs slow for its first few steps (on the 2-core CI
-    machine, VGG at batch 4 lost 10 to 13 ms over its first 25 ms after a turn of
-    batch 256), which would count against the loop with the shorter steps. Chunks
-    and settling are sized from the guess at first, then from the loop's median so
-    far: a guess timed just after another loop's turn runs long.
-
-    Stops after ``min_samples`` turns once the comparison is settled: every loop's
-    chunks agree within ``settings.target_spread``, or, with several loops, every
-    two loops' turn-by-turn ratios do (drift moves both loops of a turn, so their
-    ratio settles long before their times do); else at ``max_samples``, or past
-    ``cap_s`` per loop with at least three chunks each. A ``cap_s`` of 0 is a glance,
-    for a loop nothing is ranked on: each loop's one sample is the step timed for its
-    guess. Returns, per loop, the seconds per step of each chunk in the order timed:
-    chunk ``i`` of every loop ran within one turn, so loops can be compared chunk by
-    chunk.
-    """
-    if cap_s <= 0:
-        return [[g] for g in per_step_guesses]
-    alone = len(run_chunks) == 1
-
-    def sizes(per_step: float) -> tuple[int, int]:
-        """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
-        per_step = max(per_step, 1e-7)
-        k = max(1, math.ceil(settings.sample_min_s / per_step))
-        return (0 if alone else round(settings.settle_s / per_step)), k
-
-    # A guess that is a one-step chunk already is a sample: slow steps are costly.
-    samples: list[list[float]] = [[] for _ in run_chunks]
-    if all(sizes(g)[1] == 1 for g in per_step_guesses):
-        samples = [[g] for g in per_step_guesses]
-    start = time.perf_counter()
-
-    def settled() -> bool:
-        if all(relative_spread(t) <= settings.target_spread for t in samples):
-            return True
-        ratios = (
-            [x / y for x, y in zip(a, b, strict=True)]
-            for a, b in itertools.combinations(samples, 2)
-        )
-        return len(samples) > 1 and all(
-            relative_spread(r) <= settings.target_spread for r in ratios
-        )
-
-    def enough(n: int) -> bool:
-        if n == 0:
-            return False
-        if n >= settings.min_samples and settled():
-            return True
-        return n >= settings.max_samples or (
-            n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
-        )
-
-    while not enough(len(samples[0])):
-        for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
-            untimed, k = sizes(float(np.median(taken)) if taken else guess)
-            if untimed:
-                run(untimed)
-            taken.append(run(k) / k)
-    return samples
-
-
-def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
-    """Element types of the dot/convolution results in a lowered program, sorted."""
-    return tuple(sorted(set(_DOT_RE.findall(stablehlo_text))))
-
-
-def tree_bytes(tree: Any) -> int:
-    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
-
-
-def relative_deviation(out: Any, ref: Any) -> float | None:
-    """Relative L2 distance between two output pytrees (float leaves only)."""
-    a_leaves, b_leaves = jax.tree.leaves(out), jax.tree.leaves(ref)
-    if len(a_leaves) != len(b_leaves):
-        return None
-    num = den = 0.0
-    compared = 0
-    for a, b in zip(a_leaves, b_leaves, strict=True):
-        a64 = np.asarray(a).astype(np.float64)
-        b64 = np.asarray(b).astype(np.float64)
-        if a64.shape != b64.shape or not np.issubdtype(np.asarray(b).dtype, np.inexact):
-            continue
-        compared += 1
-        num += float(np.sum((a64 - b64) ** 2))
-        den += float(np.sum(b64**2))
-    if not compared:
-        return None
-    if den == 0.0:
-        return 0.0 if num == 0.0 else None
-    return math.sqrt(num / den)
 
 
 class _Run:
@@ -312,7 +180,7 @@ class Engine:
 
     def devices(self) -> list[DeviceInfo]:
         out = []
-        for d in _all_devices():
+        for d in all_devices():
             memory = None
             stats = d.memory_stats() if d.platform != "cpu" else None
             if stats and "bytes_limit" in stats:
@@ -321,8 +189,8 @@ class Engine:
                 memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
             out.append(
                 DeviceInfo(
-                    name=_name(d),
-                    platform=_platform(d),
+                    name=device_name(d),
+                    platform=platform_of(d),
                     kind=d.device_kind,
                     memory_bytes=memory,
                 )
@@ -340,8 +208,8 @@ class Engine:
         return self._modules[key]
 
     def _device(self, name: str) -> Any:
-        for d in _all_devices():
-            if _name(d) == name:
+        for d in all_devices():
+            if device_name(d) == name:
                 return d
         known = ", ".join(d.name for d in self.devices())
         raise BadInputError(f"unknown device {name!r}: this machine has {known}")
@@ -480,11 +348,11 @@ class Engine:
             state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
             batch = jax.block_until_ready(jax.device_put(host[0], device))
             t = time.perf_counter()
-            fig["transfer_s"] = _median_transfer(host[0], device, s.transfer_cap_s)
+            fig["transfer_s"] = median_transfer(host[0], device, s.transfer_cap_s)
             fig["timing_s"] = time.perf_counter() - t
 
         compiled, kept = self._compile(request, workload, run.width, device, state, batch, fig)
-        limit = _memory_limit(device, s.max_memory)
+        limit = memory_limit(device, s.max_memory)
         predicted = fig["predicted_bytes"]
         if predicted is not None and limit is not None and predicted > limit:
             raise ConfigFailure(
@@ -492,7 +360,7 @@ class Engine:
                 f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
             )
 
-        run.peak_before = _peak(device)
+        run.peak_before = peak_bytes_in_use(device)
         t = time.perf_counter()
         with user_phase("running the first step", path):
             out = jax.block_until_ready(compiled(state, batch))
@@ -508,7 +376,7 @@ class Engine:
     def _finish(self, run: _Run) -> None:
         """Phase 9 and the derived figures, once the loops are timed."""
         fig, device, config = run.fig, run.device, run.request.config
-        peak_after = _peak(device)
+        peak_after = peak_bytes_in_use(device)
         if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
             fig["peak_bytes"], fig["peak_bytes_source"] = peak_after, "measured"
         fig["samples_per_s"] = config.batch_size / fig["step_s"]
@@ -516,7 +384,7 @@ class Engine:
         if fig["flops"] is not None:
             fig["flops_per_s"] = fig["flops"] / fig["step_s"]
         with user_phase("checking the outputs", Path(run.request.model_file)):
-            fig["finite"] = _all_finite(run.out)
+            fig["finite"] = all_finite(run.out)
         if run.first_out is not None:
             t = time.perf_counter()
             fig["deviation_vs_float32"] = self._deviation(
@@ -570,8 +438,8 @@ class Engine:
                 "lower_s": lower_s,
                 "compile_s": compile_s,
                 "compute_dtypes": dtypes,
-                "flops": _flops(compiled),
-                "predicted_bytes": _predicted_bytes(compiled),
+                "flops": flops_of(compiled),
+                "predicted_bytes": predicted_bytes(compiled),
             }
             hit = self._executables[key] = (compiled, figures)
             while len(self._executables) > 16:
@@ -621,72 +489,3 @@ def _executable_key(request: MeasureRequest, width: int | None, precision: str) 
     return (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
 
 
-def _platform(d: Any) -> str:
-    return "gpu" if d.platform in ("cuda", "rocm", "gpu") else d.platform
-
-
-def _all_devices() -> list[Any]:
-    devices = list(jax.devices())
-    if devices[0].platform != "cpu":
-        devices += jax.devices("cpu")
-    return devices
-
-
-def _name(d: Any) -> str:
-    """``platform:index``, the index counting devices of that platform from 0."""
-    return f"{_platform(d)}:{jax.devices(d.platform).index(d)}"
-
-
-def _median_transfer(host_batch: Any, device: Any, cap_s: float) -> float:
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < 3 or (len(times) < 30 and time.perf_counter() - start < cap_s):
-        t = time.perf_counter()
-        jax.block_until_ready(jax.device_put(host_batch, device))
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
-
-
-def _flops(compiled: Any) -> float | None:
-    analysis = compiled.cost_analysis()
-    if isinstance(analysis, list):  # older jax returned one dict per program
-        analysis = analysis[0] if analysis else None
-    if not analysis or "flops" not in analysis:
-        return None
-    return float(analysis["flops"])
-
-
-def _predicted_bytes(compiled: Any) -> int | None:
-    stats = compiled.memory_analysis()
-    if stats is None:
-        return None
-    return int(
-        stats.argument_size_in_bytes
-        + stats.output_size_in_bytes
-        + stats.temp_size_in_bytes
-        - stats.alias_size_in_bytes
-        + stats.generated_code_size_in_bytes
-    )
-
-
-def _memory_limit(device: Any, max_memory: int | None) -> int | None:
-    limits = [m for m in (max_memory, _device_memory(device)) if m is not None]
-    return min(limits) if limits else None
-
-
-def _device_memory(device: Any) -> int | None:
-    if device.platform == "cpu":
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    stats = device.memory_stats()
-    return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
-
-
-def _peak(device: Any) -> int | None:
-    stats = device.memory_stats() if device.platform != "cpu" else None
-    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
-
-
-def _all_finite(tree: Any) -> bool:
-    """Checked on the host: a device-side check would compile a kernel per leaf shape."""
-    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
-    return all(bool(np.isfinite(np.asarray(x, dtype=np.float32)).all()) for x in leaves)

@@ -1,0 +1,87 @@
+"""Where measurements run: the :class:`Backend` protocol, and the in-process backend.
+
+:class:`~autoplace.measuring.SubprocessBackend` (the default, in ``_subprocess``)
+isolates each measurement in a worker process; :class:`InProcessBackend` runs in the
+calling process: no isolation, no start-up cost. Tests and debuggers use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from autoplace.devices import DeviceInfo
+from autoplace.measurement import Measurement
+from autoplace.settings import MeasureRequest
+from autoplace.workload import WorkloadInfo
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Where measurements run. The contract every backend keeps:
+
+    * calls come one at a time from one thread (timings need the machine quiet);
+    * :meth:`measure` returns a :class:`Measurement` for every failure that belongs
+      to the configuration (``oom``, ``crash``, ``timeout``, ``error``, ...); it
+      raises :class:`~autoplace.errors.BadInputError` for an impossible request
+      (unknown device, unknown workload) and :class:`WorkerError` for its own faults;
+    * :meth:`catalog` raises :class:`~autoplace.errors.ModelFileError` for a model
+      file that does not import or holds no workload;
+    * :meth:`close` releases processes and may be called twice.
+    """
+
+    def devices(self) -> list[DeviceInfo]: ...
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]: ...
+
+    def measure(self, request: MeasureRequest) -> Measurement: ...
+
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+        """Measure several configurations with their timed loops taking turns chunk by
+        chunk (A B C A B C), one result per request, in order, so that drift slows
+        all alike; the loop settings are the first request's. Each keeps the
+        failure statuses of :meth:`measure`; a failure that may be its neighbours'
+        doing (``oom``, ``crash``, ``timeout``) is measured again alone."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InProcessBackend:
+    """Measures in this process. No isolation: a crash here is the caller's crash."""
+
+    def __init__(self, jax_config: dict[str, Any] | None = None) -> None:
+        from autoplace.measuring._engine import Engine
+
+        self._engine = Engine(jax_config)
+
+    def devices(self) -> list[DeviceInfo]:
+        return self._engine.devices()
+
+    def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
+        return self._engine.catalog(model_file, sha256)
+
+    def measure(self, request: MeasureRequest) -> Measurement:
+        return self.measure_together([request])[0]
+
+    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+        t = time.perf_counter()
+        results = self._engine.measure_together(requests)
+        share = (time.perf_counter() - t) / len(results)
+        return [with_figures(m, worker_start_s=0.0, wall_s=share) for m in results]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> InProcessBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def with_figures(m: Measurement, **changes: Any) -> Measurement:
+    """``m`` with the bookkeeping figures the backend adds (worker start, wall time)."""
+    return dataclasses.replace(m, **changes)

@@ -1,0 +1,121 @@
+"""Timing loops, JAX-free: chunks of steps, taken in turns, until the comparison settles."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from autoplace.settings import MeasureSettings
+
+
+def relative_spread(samples: list[float]) -> float:
+    """Interquartile range over median: 0.05 means the middle half lies within 5%."""
+    if len(samples) < 2:
+        return 0.0
+    q1, med, q3 = np.percentile(samples, [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else 0.0
+
+
+def time_steps(
+    run_chunk: Callable[[int], float],
+    per_step_guess: float,
+    settings: MeasureSettings,
+    cap_s: float,
+) -> tuple[float, float, int]:
+    """Median seconds per step, its relative spread, and the number of chunks timed.
+
+    Stops once ``settings.min_samples`` chunks agree within ``settings.target_spread``,
+    or at ``settings.max_samples``, or past ``cap_s`` with at least three chunks; a
+    ``cap_s`` of 0 times a single chunk.
+
+    ``run_chunk(k)`` runs ``k`` steps, blocks until they are done and returns the
+    seconds it took. Chunks are sized to last at least ``settings.sample_min_s``
+    so timer resolution and the final synchronisation are amortised; the size
+    comes from ``per_step_guess``, the seconds of one step timed just before, which
+    counts as the first chunk when it lasted ``sample_min_s`` already (a step that
+    slow is timed one step a chunk anyway).
+    """
+    return summarize(time_interleaved([run_chunk], [per_step_guess], settings, cap_s)[0])
+
+
+def summarize(samples: Sequence[float]) -> tuple[float, float, int]:
+    """(median, relative spread, count) of per-step seconds, one per timed chunk."""
+    return float(np.median(samples)), relative_spread(list(samples)), len(samples)
+
+
+def time_interleaved(
+    run_chunks: Sequence[Callable[[int], float]],
+    per_step_guesses: Sequence[float],
+    settings: MeasureSettings,
+    cap_s: float,
+) -> list[list[float]]:
+    """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
+
+    Every loop gets the same number of chunks, each about ``settings.sample_min_s``
+    long, so a machine that drifts (another process, clocks, heat) slows them
+    alike and their comparison keeps what the drift would have spoilt when timed
+    one after the other. With several loops, each timed chunk follows about
+    ``settings.settle_s`` of untimed steps of its own loop: resumed after another
+    loop's turn, a loop runs slow for its first few steps (on the 2-core CI
+    machine, VGG at batch 4 lost 10 to 13 ms over its first 25 ms after a turn of
+    batch 256), which would count against the loop with the shorter steps. Chunks
+    and settling are sized from the guess at first, then from the loop's median so
+    far: a guess timed just after another loop's turn runs long.
+
+    Stops after ``min_samples`` turns once the comparison is settled: every loop's
+    chunks agree within ``settings.target_spread``, or, with several loops, every
+    two loops' turn-by-turn ratios do (drift moves both loops of a turn, so their
+    ratio settles long before their times do); else at ``max_samples``, or past
+    ``cap_s`` per loop with at least three chunks each. A ``cap_s`` of 0 is a glance,
+    for a loop nothing is ranked on: each loop's one sample is the step timed for its
+    guess. Returns, per loop, the seconds per step of each chunk in the order timed:
+    chunk ``i`` of every loop ran within one turn, so loops can be compared chunk by
+    chunk.
+    """
+    if cap_s <= 0:
+        return [[g] for g in per_step_guesses]
+    alone = len(run_chunks) == 1
+
+    def sizes(per_step: float) -> tuple[int, int]:
+        """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
+        per_step = max(per_step, 1e-7)
+        k = max(1, math.ceil(settings.sample_min_s / per_step))
+        return (0 if alone else round(settings.settle_s / per_step)), k
+
+    # A guess that is a one-step chunk already is a sample: slow steps are costly.
+    samples: list[list[float]] = [[] for _ in run_chunks]
+    if all(sizes(g)[1] == 1 for g in per_step_guesses):
+        samples = [[g] for g in per_step_guesses]
+    start = time.perf_counter()
+
+    def settled() -> bool:
+        if all(relative_spread(t) <= settings.target_spread for t in samples):
+            return True
+        ratios = (
+            [x / y for x, y in zip(a, b, strict=True)]
+            for a, b in itertools.combinations(samples, 2)
+        )
+        return len(samples) > 1 and all(
+            relative_spread(r) <= settings.target_spread for r in ratios
+        )
+
+    def enough(n: int) -> bool:
+        if n == 0:
+            return False
+        if n >= settings.min_samples and settled():
+            return True
+        return n >= settings.max_samples or (
+            n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
+        )
+
+    while not enough(len(samples[0])):
+        for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
+            untimed, k = sizes(float(np.median(taken)) if taken else guess)
+            if untimed:
+                run(untimed)
+            taken.append(run(k) / k)
+    return samples

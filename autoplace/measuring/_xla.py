@@ -1,0 +1,121 @@
+"""What JAX and XLA tell about a program and a device: dtypes, FLOPs, memory, names."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autoplace.devices import canonical_platform
+
+_DOT_RE = re.compile(
+    r"stablehlo\.(?:dot_general|dot|convolution)\b.*->\s*tensor<(?:[0-9?]+x)*([a-z0-9]+)>"
+)
+
+
+def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
+    """Element types of the dot/convolution results in a lowered program, sorted."""
+    return tuple(sorted(set(_DOT_RE.findall(stablehlo_text))))
+
+
+def tree_bytes(tree: Any) -> int:
+    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+
+
+def relative_deviation(out: Any, ref: Any) -> float | None:
+    """Relative L2 distance between two output pytrees (float leaves only)."""
+    a_leaves, b_leaves = jax.tree.leaves(out), jax.tree.leaves(ref)
+    if len(a_leaves) != len(b_leaves):
+        return None
+    num = den = 0.0
+    compared = 0
+    for a, b in zip(a_leaves, b_leaves, strict=True):
+        a64 = np.asarray(a).astype(np.float64)
+        b64 = np.asarray(b).astype(np.float64)
+        if a64.shape != b64.shape or not np.issubdtype(np.asarray(b).dtype, np.inexact):
+            continue
+        compared += 1
+        num += float(np.sum((a64 - b64) ** 2))
+        den += float(np.sum(b64**2))
+    if not compared:
+        return None
+    if den == 0.0:
+        return 0.0 if num == 0.0 else None
+    return math.sqrt(num / den)
+
+
+def platform_of(d: Any) -> str:
+    return canonical_platform(d.platform)
+
+
+def all_devices() -> list[Any]:
+    devices = list(jax.devices())
+    if devices[0].platform != "cpu":
+        devices += jax.devices("cpu")
+    return devices
+
+
+def device_name(d: Any) -> str:
+    """``platform:index``, the index counting devices of that platform from 0."""
+    return f"{platform_of(d)}:{jax.devices(d.platform).index(d)}"
+
+
+def median_transfer(host_batch: Any, device: Any, cap_s: float) -> float:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < 3 or (len(times) < 30 and time.perf_counter() - start < cap_s):
+        t = time.perf_counter()
+        jax.block_until_ready(jax.device_put(host_batch, device))
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def flops_of(compiled: Any) -> float | None:
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, list):  # older jax returned one dict per program
+        analysis = analysis[0] if analysis else None
+    if not analysis or "flops" not in analysis:
+        return None
+    return float(analysis["flops"])
+
+
+def predicted_bytes(compiled: Any) -> int | None:
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    return int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+        + stats.generated_code_size_in_bytes
+    )
+
+
+def memory_limit(device: Any, max_memory: int | None) -> int | None:
+    limits = [m for m in (max_memory, device_memory(device)) if m is not None]
+    return min(limits) if limits else None
+
+
+def device_memory(device: Any) -> int | None:
+    if device.platform == "cpu":
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    stats = device.memory_stats()
+    return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
+
+
+def peak_bytes_in_use(device: Any) -> int | None:
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+
+
+def all_finite(tree: Any) -> bool:
+    """Checked on the host: a device-side check would compile a kernel per leaf shape."""
+    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return all(bool(np.isfinite(np.asarray(x, dtype=np.float32)).all()) for x in leaves)
