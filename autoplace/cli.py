@@ -117,7 +117,7 @@ def measure(
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
     else:
-        from autoplace.report._display import measurement_table
+        from autoplace.report import measurement_table
 
         measurement_table(result)
     raise typer.Exit(0 if result.status == "ok" else 1)
@@ -222,16 +222,16 @@ def tune(
         if as_json:
             result = run_tune(model_file, **options)
         else:
-            from autoplace.report._display import tune_progress
+            from autoplace.report import tune_progress
 
             with tune_progress(trials) as on_trial:
                 result = run_tune(model_file, **options, on_trial=on_trial)
     if as_json:
-        from autoplace.report._display import tune_summary
+        from autoplace.report import tune_summary
 
         typer.echo(json.dumps(tune_summary(result)))
     else:
-        from autoplace.report._display import tune_report
+        from autoplace.report import tune_report
 
         tune_report(result)
     if result.interrupted:
@@ -250,14 +250,14 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a recommendation file readably."""
-    from autoplace.report import read
+    from autoplace import recommendation
 
     with handle_errors():
-        document = read(path)
+        document = recommendation.read(path)
     if as_json:
         typer.echo(json.dumps(document, default=str))
     else:
-        from autoplace.report._display import recommendation_report
+        from autoplace.report import recommendation_report
 
         recommendation_report(document)
 

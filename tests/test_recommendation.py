@@ -1,7 +1,7 @@
 import pytest
 
 from autoplace import ConfigFileError
-from autoplace import report as rec
+from autoplace import recommendation as rec
 
 
 def document(**changes):

@@ -11,7 +11,7 @@ from synthetic import SyntheticBackend, bfloat16_ahead, bfloat16_just_ahead
 
 import autoplace
 from autoplace import BadInputError, tuning
-from autoplace import report as rec
+from autoplace import recommendation as rec
 from autoplace.study import storage_at
 
 
@@ -162,11 +162,11 @@ def test_a_finalist_confirmed_elsewhere_is_measured_again_with_the_others(env):
         searched[c] = backend.measure(autoplace.MeasureRequest("x.py", "0", "synthetic", c))
     best = max(searched, key=lambda c: objective.score(searched[c]))
     done = {best: [searched[best]]}
-    ranked = tuning._scored(searched, objective)
-    group = tuning._finalists_to_confirm(ranked, done, objective, 3, frozenset())
+    ranked = tuning.rank(searched, objective)
+    group = tuning.finalists_to_confirm(ranked, done, objective, 3, frozenset())
     assert set(group) == set(searched)
     everyone = {c: [m] for c, m in searched.items()}
-    assert tuning._finalists_to_confirm(ranked, everyone, objective, 3, frozenset()) == []
+    assert tuning.finalists_to_confirm(ranked, everyone, objective, 3, frozenset()) == []
 
 
 def test_each_search_group_is_anchored_to_the_best_so_far_and_drift_is_fitted_out(env):
@@ -318,10 +318,10 @@ def test_the_margin_counts_how_far_a_confirmed_scores_votes_lie_apart():
     best = tuning.Scored(m, 110.0, votes=(100.0, 110.0, 122.0))
     other = tuning.Scored(m, 100.0)
     found = tuning.margin(objective, best, other)
-    assert found["margin"] == pytest.approx(0.10)
-    assert found["noise"] == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
-    assert found["significant"] is False
-    assert tuning.margin(objective, tuning.Scored(m, 110.0), other)["significant"] is True
+    assert found.margin == pytest.approx(0.10)
+    assert found.noise == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
+    assert found.significant is False
+    assert tuning.margin(objective, tuning.Scored(m, 110.0), other).significant is True
 
 
 def test_lower_bound_is_the_sign_tests_order_statistic():
@@ -350,20 +350,20 @@ def test_finalists_timed_in_turns_are_compared_turn_by_turn():
     fast = _together([0.97 * d for d in drift], "bfloat16")
     slow = _together(drift, "float32")
     found = tuning.margin(objective, fast, slow)
-    assert found["margin"] == pytest.approx(1 / 0.97 - 1)
-    assert found["significant"] is True and found["basis"] == "paired over 8 turns"
-    assert tuning.margin(objective, slow, fast)["significant"] is False
+    assert found.margin == pytest.approx(1 / 0.97 - 1)
+    assert found.significant is True and found.basis == "paired over 8 turns"
+    assert tuning.margin(objective, slow, fast).significant is False
     # Timed in different calls, the same figures are only as good as their spread.
     apart = tuning.Scored(dataclasses.replace(slow.measurement, interleave_id="h"), slow.score)
-    assert tuning.margin(objective, fast, apart)["significant"] is False
+    assert tuning.margin(objective, fast, apart).significant is False
     # Within the noise the winner is float32 (then the smaller batch); beyond it, the faster.
-    assert tuning._scored({}, objective, {}) == []
+    assert tuning.rank({}, objective, {}) == []
     mixed = [1.0 + 0.04 * (-1) ** i for i in range(8)]
     even = _together([0.99 * d * x for d, x in zip(drift, mixed, strict=True)], "bfloat16")
-    first = tuning._scored({even.config: even.measurement, slow.config: slow.measurement},
+    first = tuning.rank({even.config: even.measurement, slow.config: slow.measurement},
                           objective, {even.config: even, slow.config: slow})[0]  # fmt: skip
     assert even.score > slow.score and first.config.precision == "float32"
-    first = tuning._scored({fast.config: fast.measurement, slow.config: slow.measurement},
+    first = tuning.rank({fast.config: fast.measurement, slow.config: slow.measurement},
                           objective, {fast.config: fast, slow.config: slow})[0]  # fmt: skip
     assert first.config.precision == "bfloat16"
 

@@ -1,5 +1,23 @@
-"""Reporting: the recommendation file (built, written, read) and the terminal display."""
+"""Reporting what autoplace measured and found, for people: the terminal display.
 
-from autoplace.report._file import SCHEMA_VERSION, read, write
+``_display`` prints a measurement, the tune's progress, its result and a
+recommendation file as rich tables. Nothing here computes a figure or a verdict:
+it reads the measurements and the :class:`~autoplace.tuning.Standing` the tuning
+loop made.
+"""
 
-__all__ = ["SCHEMA_VERSION", "read", "write"]
+from autoplace.report._display import (
+    measurement_table,
+    recommendation_report,
+    tune_progress,
+    tune_report,
+    tune_summary,
+)
+
+__all__ = [
+    "measurement_table",
+    "recommendation_report",
+    "tune_progress",
+    "tune_report",
+    "tune_summary",
+]

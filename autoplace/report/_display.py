@@ -13,7 +13,7 @@ from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
-from autoplace.tuning._loop import EQUIVALENT, TuneResult
+from autoplace.tuning import EQUIVALENT, TuneResult
 
 
 def measurement_table(m: Measurement, console: Console | None = None) -> None:

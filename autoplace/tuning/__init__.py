@@ -1,26 +1,19 @@
 """Tuning: what to measure next, what the measurements say, and the loop that asks.
 
-Objectives say what "best" means; a :class:`Strategy` proposes each group of
-configurations (:class:`Climb`, the default, or the exhaustive :class:`Grid`);
-``_drift`` puts groups measured at different times on one scale; ``_verdict`` ranks
-the configurations and compares finalists turn by turn; ``_loop`` is :func:`tune`.
+Objectives say what "best" means; options turn what the user asked for into a
+:class:`Space`; a :class:`Strategy` proposes each group of configurations
+(:class:`Climb`, the default, or the exhaustive :class:`Grid`); ``_drift`` puts
+groups measured at different times on one scale; ``_verdict`` judges what a study
+holds, once per pass, as a :class:`Standing`; ``_phases`` says how hard each phase
+(search, confirm, duel) measures; ``_loop`` is :func:`tune`, and ``_document`` the
+recommendation it writes.
 """
 
 from autoplace.tuning._climb import Climb
+from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
 from autoplace.tuning._grid import Grid
-from autoplace.tuning._loop import (
-    CONFIRM_CAP_S,
-    DUEL_CAP_S,
-    EQUIVALENT,
-    SEARCH_CAP_S,
-    Scored,
-    TrialEvent,
-    TuneResult,
-    lower_bound,
-    margin,
-    tune,
-)
+from autoplace.tuning._loop import TrialEvent, TuneResult, tune
 from autoplace.tuning._objectives import (
     OBJECTIVES,
     Objective,
@@ -30,8 +23,20 @@ from autoplace.tuning._objectives import (
     time_to_finish,
 )
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
+from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Phase, phase_settings
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
+from autoplace.tuning._verdict import (
+    EQUIVALENT,
+    Comparison,
+    Scored,
+    Standing,
+    finalists_to_confirm,
+    lower_bound,
+    margin,
+    rank,
+    standing,
+)
 
 __all__ = [
     "CONFIRM_CAP_S",
@@ -42,20 +47,28 @@ __all__ = [
     "OBJECTIVES",
     "SEARCH_CAP_S",
     "Climb",
+    "Comparison",
     "Grid",
     "Objective",
+    "Phase",
     "Scored",
     "Scores",
     "Space",
+    "Standing",
     "Strategy",
     "TrialEvent",
     "TuneResult",
+    "build_document",
     "build_space",
     "corrected_scores",
+    "finalists_to_confirm",
     "latency",
     "lower_bound",
     "make_objective",
     "margin",
+    "phase_settings",
+    "rank",
+    "standing",
     "strategy_named",
     "throughput",
     "time_to_finish",

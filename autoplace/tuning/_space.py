@@ -30,5 +30,14 @@ class Space:
             for b in self.batch_sizes
         ]
 
+    def __contains__(self, c: object) -> bool:
+        return (
+            isinstance(c, Config)
+            and c.device in self.devices
+            and c.batch_size in self.batch_sizes
+            and c.precision in self.precisions
+            and c.width in self.widths
+        )
+
     def __len__(self) -> int:
         return len(self.devices) * len(self.batch_sizes) * len(self.precisions) * len(self.widths)

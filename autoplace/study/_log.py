@@ -1,0 +1,315 @@
+"""The study log: the loop's one seam for persistence.
+
+The tuning loop reads what a study holds and writes what it measures through a
+:class:`StudyLog`; :class:`OptunaStudyLog` is the implementation over Optuna's
+storages, and the only place that calls Optuna while tuning or turns a storage's
+failure into a :class:`~autoplace.errors.StorageError`.
+
+A measurement is a trial: its parameters are the configuration, its user
+attributes the :class:`~autoplace.Measurement` (``measurement``), the phase that
+measured it (``phase``: ``search`` or ``confirm``), whether it served as a group's
+reference (``reference``) and whether an interrupt cut it short (``interrupted``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from autoplace.config import PRECISIONS, Config
+from autoplace.errors import BadInputError, StorageError, first_line
+from autoplace.measurement import Measurement
+from autoplace.study._storage import mask_url
+
+#: How a phase is stored: the search's quick measurements, or a confirmation (a duel
+#: is a confirmation too: finalists timed in turns at a longer cap).
+StoredPhase = Literal["search", "confirm"]
+_ATTR = "measurement"
+_MAX_INT = 2**40
+
+
+@dataclasses.dataclass(frozen=True)
+class Ticket:
+    """A trial in flight: begun, not yet recorded or abandoned."""
+
+    trial_id: int
+    number: int
+    config: Config
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """What a study holds, oldest first.
+
+    Attributes:
+        searches: every finished search measurement, with its configuration: the
+            groups the drift fit rests on.
+        confirmed: every confirmation per configuration.
+        pending: the configurations being measured right now, by this process or by
+            another worker sharing the study.
+    """
+
+    searches: tuple[tuple[Config, Measurement], ...] = ()
+    confirmed: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
+    pending: frozenset[Config] = frozenset()
+
+    def figures(self) -> dict[Config, Measurement]:
+        """Each configuration's latest search measurement that ran (else its latest)."""
+        out: dict[Config, Measurement] = {}
+        for c, m in self.searches:
+            if m.status == "ok" or c not in out or out[c].status != "ok":
+                out[c] = m
+        return out
+
+    def only(self, keep: Callable[[Config], bool]) -> History:
+        """The part of the history whose configurations ``keep`` accepts."""
+        return History(
+            tuple((c, m) for c, m in self.searches if keep(c)),
+            {c: ms for c, ms in self.confirmed.items() if keep(c)},
+            self.pending,
+        )
+
+    def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
+        """This history with ``found`` (configurations just measured in ``phase``) added."""
+        if phase == "search":
+            return History((*self.searches, *found), self.confirmed, self.pending)
+        confirmed = dict(self.confirmed)
+        for c, m in found:
+            confirmed[c] = (*confirmed.get(c, ()), m)
+        return History(self.searches, confirmed, self.pending)
+
+
+class StudyLog(Protocol):
+    """Where the loop's measurements are kept. The contract every implementation keeps:
+
+    * :meth:`history` returns everything finished (search measurements and
+      confirmations, oldest first) and what is in flight; an interrupted trial is
+      neither, so it is measured again on resume;
+    * :meth:`begin` marks configurations as in flight, one ticket each in order,
+      before they are measured; every ticket ends in exactly one :meth:`record` or
+      one :meth:`abandon`;
+    * :meth:`record` keeps a measurement for good: a later :meth:`history` (of this
+      process or another sharing the study) holds it;
+    * a storage failure raises :class:`~autoplace.errors.StorageError` (one line,
+      with the fix), never the driver's own exception;
+    * calls come from one thread.
+    """
+
+    name: str
+
+    def history(self) -> History: ...
+
+    def begin(
+        self, configs: Sequence[Config], phase: StoredPhase, reference: Config | None = None
+    ) -> list[Ticket]: ...
+
+    def record(self, ticket: Ticket, measurement: Measurement, score: float | None) -> None: ...
+
+    def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None: ...
+
+
+class OptunaStudyLog:
+    """A :class:`StudyLog` kept in an Optuna study (created if missing).
+
+    Args:
+        storage: an opened Optuna storage (see :func:`autoplace.study.open_storage`).
+        url: its URL, for error messages (shown with the password masked).
+        name: the study's name.
+        direction: the objective's direction; a study made for the other is refused.
+        attrs: attributes recorded with a new study (workload, hardware, ...).
+        devices: every device name of the machine (the ``device`` parameter's choices).
+        with_width: whether configurations carry a width.
+        stale_after_s: a trial RUNNING for longer than this is taken for dead.
+        since: only measurements finished after this count (``--remeasure``).
+    """
+
+    def __init__(
+        self,
+        storage: Any,
+        url: str,
+        *,
+        name: str,
+        direction: str,
+        attrs: Mapping[str, Any],
+        devices: Sequence[str],
+        with_width: bool,
+        stale_after_s: float,
+        since: dt.datetime | None = None,
+    ) -> None:
+        import optuna
+
+        self.name, self._storage, self._url = name, storage, url
+        self._stale_after_s, self._since = stale_after_s, since
+        self._dists = _distributions(devices, with_width)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        with self._errors():
+            self._study = optuna.create_study(
+                study_name=name,
+                storage=storage,
+                direction=direction,
+                sampler=optuna.samplers.RandomSampler(),  # never asked: see begin()
+                load_if_exists=True,
+            )
+            self._study_id = storage.get_study_id_from_name(name)
+            made_for = self._study.direction.name.lower()
+            if made_for != direction:
+                raise BadInputError(
+                    f"study {name!r} was made for an objective to {made_for}, "
+                    f"not to {direction}: pass another --study"
+                )
+            held = self._study.user_attrs
+            for key, value in attrs.items():
+                if key not in held:
+                    self._study.set_user_attr(key, value)
+
+    def history(self) -> History:
+        from optuna.trial import TrialState
+
+        finished: list[tuple[dt.datetime, int, str, Config, Measurement]] = []
+        pending: set[Config] = set()
+        now = dt.datetime.now()
+        with self._errors():
+            trials = self._study.get_trials(deepcopy=False)
+        for t in trials:
+            if set(t.params) < {"device", "batch_size", "precision"}:
+                continue
+            config = _config_of(t.params)
+            if t.state == TrialState.RUNNING:
+                started = t.datetime_start or now
+                if (now - started).total_seconds() < self._stale_after_s:
+                    pending.add(config)
+                continue
+            data = t.user_attrs.get(_ATTR)
+            if data is None or t.user_attrs.get("interrupted"):
+                continue
+            when = t.datetime_complete or t.datetime_start or now
+            if self._since is not None and when < self._since:
+                continue
+            phase = t.user_attrs.get("phase", "search")
+            finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
+        finished.sort(key=lambda f: f[:2])
+        confirmed: dict[Config, tuple[Measurement, ...]] = {}
+        for _, _, phase, c, m in finished:
+            if phase == "confirm":
+                confirmed[c] = (*confirmed.get(c, ()), m)
+        searches = tuple((c, m) for _, _, phase, c, m in finished if phase != "confirm")
+        return History(searches, confirmed, frozenset(pending))
+
+    def begin(
+        self, configs: Sequence[Config], phase: StoredPhase, reference: Config | None = None
+    ) -> list[Ticket]:
+        tickets = []
+        with self._errors():
+            for config in configs:
+                attrs: dict[str, Any] = {"config": config.label(), "phase": phase}
+                if config == reference:
+                    attrs["reference"] = True
+                trial_id = self._start_trial(config, attrs)
+                number = self._storage.get_trial_number_from_id(trial_id)
+                tickets.append(Ticket(trial_id, number, config))
+        return tickets
+
+    def record(self, ticket: Ticket, measurement: Measurement, score: float | None) -> None:
+        from optuna.trial import TrialState
+
+        with self._errors():
+            self._storage.set_trial_user_attr(ticket.trial_id, _ATTR, measurement.to_dict())
+            if score is not None:
+                self._study.tell(ticket.number, score)
+            elif measurement.status == "too_big":
+                self._study.tell(ticket.number, state=TrialState.PRUNED)
+            else:
+                self._study.tell(ticket.number, state=TrialState.FAIL)
+
+    def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None:
+        """End ``tickets`` as failed; ``interrupted`` ones are measured again on resume.
+
+        Without ``interrupted`` (autoplace is failing anyway), storage errors are
+        swallowed so that they do not hide the error that brought us here.
+        """
+        from optuna.trial import TrialState
+
+        guard = self._errors() if interrupted else contextlib.suppress(Exception)
+        with guard:
+            for ticket in tickets:
+                if interrupted:
+                    self._storage.set_trial_user_attr(ticket.trial_id, "interrupted", True)
+                self._study.tell(ticket.number, state=TrialState.FAIL)
+
+    def _start_trial(self, config: Config, attrs: dict[str, Any]) -> int:
+        """Start a trial of ``config``, its parameters and user attributes written in one
+        storage call (``Study.ask`` commits each parameter on its own: 50 ms a trial on
+        SQLite). The strategy, not a sampler, chose ``config``."""
+        from optuna.trial import FrozenTrial, TrialState
+
+        params = _params(config)
+        template = FrozenTrial(
+            number=-1,
+            state=TrialState.RUNNING,
+            value=None,
+            datetime_start=dt.datetime.now(),
+            datetime_complete=None,
+            params=params,
+            distributions={k: self._dists[k] for k in params},
+            user_attrs=attrs,
+            system_attrs={},
+            intermediate_values={},
+            trial_id=-1,
+        )
+        return self._storage.create_new_trial(self._study_id, template_trial=template)
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn a storage's failure (a driver's exception) into one :class:`StorageError`."""
+        try:
+            yield
+        except (StorageError, BadInputError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            import sqlalchemy.exc
+
+            if not isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError)) and (
+                "redis" not in type(exc).__module__
+            ):
+                raise
+            raise StorageError(
+                f"study storage {mask_url(self._url)} failed: {first_line(exc)}; check that "
+                "the server is up and the database is an autoplace/Optuna study "
+                "(or pass another --storage)"
+            ) from exc
+
+
+def _distributions(devices: Sequence[str], with_width: bool) -> dict[str, Any]:
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    dists: dict[str, Any] = {
+        "device": CategoricalDistribution(sorted(devices)),
+        "batch_size": IntDistribution(1, _MAX_INT),
+        "precision": CategoricalDistribution(list(PRECISIONS)),
+    }
+    if with_width:
+        dists["width"] = IntDistribution(1, _MAX_INT)
+    return dists
+
+
+def _params(config: Config) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "device": config.device,
+        "batch_size": config.batch_size,
+        "precision": config.precision,
+    }
+    if config.width is not None:
+        params["width"] = config.width
+    return params
+
+
+def _config_of(params: Mapping[str, Any]) -> Config:
+    return Config(
+        device=params["device"],
+        batch_size=int(params["batch_size"]),
+        precision=params["precision"],
+        width=int(params["width"]) if "width" in params else None,
+    )

@@ -1,0 +1,118 @@
+"""The recommendation document: what a tune found, as plain data.
+
+Built from the loop's final :class:`._verdict.Standing`, which it only reads, so the
+file, ``tune --json`` and the terminal say the same thing. Its schema is in
+docs/recommendation-file.md; :mod:`autoplace.recommendation` writes and reads it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from autoplace.recommendation import SCHEMA_VERSION
+from autoplace.study import mask_url
+from autoplace.tuning._verdict import Comparison, Scored, Standing
+
+if TYPE_CHECKING:
+    from autoplace.tuning._objectives import Objective
+    from autoplace.tuning._space import Space
+
+
+def build_document(
+    *,
+    objective: Objective,
+    space: Space,
+    standing: Standing,
+    study_name: str,
+    storage_url: str,
+    workload: dict[str, Any],
+    hw: dict[str, Any],
+    sw: dict[str, Any],
+) -> dict[str, Any]:
+    """The recommendation file's content."""
+    figures, best = standing.figures, standing.best
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "recommendation": placement(best) if best else {},
+        "objective": {
+            "name": objective.name,
+            "direction": objective.direction,
+            "unit": objective.unit,
+            "description": objective.describe(),
+            **objective.run,
+        },
+        "workload": workload,
+        "fingerprint": {"hardware": hw, "software": sw},
+        "study": {
+            "name": study_name,
+            "storage": mask_url(storage_url),
+            "measured": sum(1 for m in figures.values() if m.status == "ok"),
+            "failed": sum(1 for m in figures.values() if m.status != "ok"),
+            "space_size": len(space),
+        },
+        "search_space": {
+            "devices": list(space.devices),
+            "batch_sizes": list(space.batch_sizes),
+            "precisions": list(space.precisions),
+            "widths": [w for w in space.widths if w is not None],
+        },
+    }
+    if best is None:
+        return doc
+    if standing.runner_up is not None:
+        doc["recommendation"]["runner_up"] = _compared(*standing.runner_up)
+    tied = standing.within_noise
+    if tied:
+        # Finalists no finalist beats beyond the noise: the winner is the preferred one.
+        doc["recommendation"]["within_noise"] = [_compared(s, c) for s, c in tied]
+    doc["alternatives"] = [
+        placement(s)
+        for d in space.devices
+        if d != best.measurement.device and (s := standing.best_where(device=d)) is not None
+    ]
+    if len(space.widths) > 1:
+        doc["per_width"] = [
+            placement(s) for w in space.widths if (s := standing.best_where(width=w)) is not None
+        ]
+    return doc
+
+
+def placement(s: Scored) -> dict[str, Any]:
+    """Where and how a configuration runs, with the figures its score rests on."""
+    m = s.measurement
+    return {
+        "device": m.device,
+        "device_kind": m.device_kind,
+        "batch_size": m.batch_size,
+        "precision": m.precision,
+        "width": m.width,
+        "confirmed": s.confirmed,
+        "figures": {
+            "score": s.score,
+            "score_votes": list(s.votes),
+            "interleaved_with": m.interleaved_with,
+            "step_s": m.step_s,
+            "step_spread": m.step_spread,
+            "step_samples": m.step_samples,
+            "fed_step_s": m.fed_step_s,
+            "fed_step_spread": m.fed_step_spread,
+            "samples_per_s": m.samples_per_s,
+            "fed_samples_per_s": m.fed_samples_per_s,
+            "lower_s": m.lower_s,
+            "compile_s": m.compile_s,
+            "first_call_s": m.first_call_s,
+            "transfer_s": m.transfer_s,
+            "peak_bytes": m.peak_bytes,
+            "peak_bytes_source": m.peak_bytes_source,
+            "flops": m.flops,
+            "deviation_vs_float32": m.deviation_vs_float32,
+        },
+    }
+
+
+def _compared(s: Scored, comparison: Comparison) -> dict[str, Any]:
+    """Another configuration, without figures, and the winner's margin over it."""
+    shown = {k: v for k, v in placement(s).items() if k != "figures"}
+    return {**shown, "score": s.score, **comparison.as_dict()}

@@ -1,0 +1,70 @@
+"""The loop's three phases, and how hard each one measures.
+
+* search: quick measurements of what the strategy proposes, each group timed in
+  turns with the best configuration so far;
+* confirm: the finalists, measured again together, longer, with the float32
+  comparison;
+* duel: the winner and its closest challenger, once more and longer still, when the
+  confirmation could not tell them apart.
+
+Every phase's :class:`~autoplace.MeasureSettings` is built here, in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from autoplace.settings import MeasureSettings
+from autoplace.study import StoredPhase
+from autoplace.tuning._objectives import Objective
+
+#: Time cap of the loop that ranks, per configuration, while searching (three turns, at
+#: least, of a 50 ms chunk after 30 ms of settling), while confirming, and in a duel.
+SEARCH_CAP_S = 0.2
+CONFIRM_CAP_S = 0.4
+DUEL_CAP_S = 1.0
+
+
+class Phase(enum.Enum):
+    SEARCH = "search"
+    CONFIRM = "confirm"
+    DUEL = "duel"
+
+    @property
+    def stored(self) -> StoredPhase:
+        """How the study records it: a duel is a confirmation too."""
+        return "search" if self is Phase.SEARCH else "confirm"
+
+
+def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phase, MeasureSettings]:
+    """The settings each phase measures with, from the user's ``settings``.
+
+    The loop the objective ranks on gets the phase's cap (or the user's, if lower);
+    the other loop (and the transfer, unless latency counts it) only a glance. One
+    warm-up step follows the first call, none when the ranked loop is the fed one:
+    the step loop's glance, timed first, warms it. The search skips the float32
+    comparison; the confirmation and the duel make it (as ``settings`` says).
+    """
+
+    def ranking(base: MeasureSettings, cap: float) -> MeasureSettings:
+        if objective.loop == "step":
+            return dataclasses.replace(
+                base, time_cap_s=min(settings.time_cap_s, cap), fed_time_cap_s=0.0
+            )
+        return dataclasses.replace(
+            base, time_cap_s=0.0, fed_time_cap_s=min(settings.fed_time_cap_s, cap)
+        )
+
+    quick = dataclasses.replace(
+        settings,
+        deviation=False,
+        transfer_cap_s=settings.transfer_cap_s if objective.name == "latency" else 0.0,
+        warmup_steps=min(settings.warmup_steps, 1 if objective.loop == "step" else 0),
+    )
+    confirming = dataclasses.replace(quick, deviation=settings.deviation)
+    return {
+        Phase.SEARCH: ranking(quick, SEARCH_CAP_S),
+        Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
+        Phase.DUEL: ranking(confirming, DUEL_CAP_S),
+    }

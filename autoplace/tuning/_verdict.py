@@ -1,0 +1,392 @@
+"""The verdict: what the measurements say, once per pass, as one :class:`Standing`.
+
+Scores taken at different times are put on one scale (:mod:`._drift`); finalists
+timed in turns are compared turn by turn (:func:`margin`: a sign test on the
+per-turn ratios, which cancels drift); of the finalists no other beats beyond the
+noise, those within :data:`EQUIVALENT` of the best are equals, and of equals the
+preferred one wins (:func:`preference`: float32, then the smaller batch). The loop,
+the progress callback, the recommendation document and the terminal display all
+read the same :class:`Standing`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoplace.config import Config
+from autoplace.measurement import Measurement
+from autoplace.study import History
+from autoplace.tuning._drift import corrected_scores
+from autoplace.tuning._objectives import Objective
+
+#: Configurations whose search score is within this of the search's best are finalists.
+CONFIRM_REACH = 0.20
+#: The one-sided level at which a finalist must beat another to count as faster.
+SIGNIFICANCE = 0.05
+#: Finalists that no other beats beyond the noise and that trail the best of them by
+#: at most this are equals; of equals, the preferred one wins (see :func:`preference`).
+EQUIVALENT = 0.02
+#: Turns (chunks timed in turns) needed before two finalists are compared turn by turn.
+MIN_TURNS = 5
+#: Among finalists equal within the noise, the precision preferred first.
+PRECISION_PREFERENCE = ("float32", "bfloat16", "float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """A measured configuration and its objective score."""
+
+    measurement: Measurement
+    score: float
+    #: For a confirmed configuration, the scores of its confirmations (usually one: the
+    #: finalists measured together; two after a duel), oldest first; empty when not
+    #: confirmed. ``score`` is then theirs with the drift between them fitted out.
+    votes: tuple[float, ...] = ()
+    #: The confirmations themselves, oldest first (``measurement`` is the latest).
+    rounds: tuple[Measurement, ...] = ()
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.votes)
+
+    @property
+    def config(self) -> Config:
+        m = self.measurement
+        return Config(m.device, m.batch_size, m.precision, m.width)
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """Its (device, precision)."""
+        return (self.measurement.device, self.measurement.precision)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """How far one configuration beats another, and whether that is real.
+
+    Attributes:
+        margin: how much better the first scores, as a fraction (negative: worse).
+        noise: how far the margin may be off: below it, the difference is noise.
+        significant: whether the first beats the second beyond the noise.
+        basis: what the comparison rests on (``paired over N turns`` or ``scores``).
+    """
+
+    margin: float
+    noise: float
+    significant: bool
+    basis: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def lower_bound(values: Sequence[float], alpha: float) -> float:
+    """A one-sided ``1 - alpha`` lower confidence bound for the median of ``values``
+    (the sign test's order statistic: assumes nothing about their distribution);
+    ``-inf`` when there are too few values for one."""
+    n, ordered = len(values), sorted(values)
+    k, below = 0, 0.0
+    while k < n and below + math.comb(n, k) / 2**n <= alpha:  # P(Binomial(n, 1/2) <= k)
+        below += math.comb(n, k) / 2**n
+        k += 1
+    return ordered[k - 1] if k else -math.inf
+
+
+def margin(objective: Objective, best: Scored, other: Scored) -> Comparison:
+    """How far ``best`` beats ``other``, the noise of that figure, and whether the
+    difference is real.
+
+    For two configurations timed in turns (finalists measured together), the
+    comparison is paired, turn by turn, which cancels drift: ``margin`` is the
+    median of the per-turn ratios less one, ``noise`` how far below it their
+    ``1 - SIGNIFICANCE`` lower confidence bound lies, and the difference is real
+    when that bound is above 1. Otherwise ``margin`` compares the two scores and
+    ``noise`` is the larger of their own (see :func:`_noise`).
+    """
+    ratios = _paired_ratios(objective, best, other)
+    if ratios is None:
+        gain = objective.gain(best.score, other.score)
+        noise = max(_noise(best, objective), _noise(other, objective))
+        return Comparison(gain, noise, gain > noise, "scores")
+    middle, low = statistics.median(ratios), lower_bound(ratios, SIGNIFICANCE)
+    return Comparison(middle - 1.0, middle - low, low > 1.0, f"paired over {len(ratios)} turns")
+
+
+def _noise(s: Scored, objective: Objective) -> float:
+    """A score's relative noise: its loop's spread, or, when confirmed, how far its
+    measurements' scores lie apart (relative range), whichever is larger."""
+    spread = objective.spread(s.measurement)
+    if len(s.votes) >= 2:
+        spread = max(spread, (max(s.votes) - min(s.votes)) / abs(s.score))
+    return spread
+
+
+def _paired_ratios(objective: Objective, a: Scored, b: Scored) -> list[float] | None:
+    """Turn by turn, over every call that timed the two in turns, how many times better
+    ``a`` scored than ``b`` (1.0: equal), when those turns number at least
+    ``MIN_TURNS``; else ``None``."""
+    ours = {m.interleave_id: m for m in a.rounds or (a.measurement,) if m.interleave_id}
+    out: list[float] = []
+    for mb in b.rounds or (b.measurement,):
+        ma = ours.get(mb.interleave_id)
+        if ma is None:
+            continue
+        sa, sb = objective.chunk_scores(ma), objective.chunk_scores(mb)
+        if len(sa) == len(sb):
+            out += [1.0 + objective.gain(x, y) for x, y in zip(sa, sb, strict=True)]
+    return out if len(out) >= MIN_TURNS else None
+
+
+def preference(objective: Objective, s: Scored) -> tuple[int, int, float]:
+    """Among configurations equal within the noise: full precision first, then the
+    smallest batch (least memory), then the better score (smallest key first)."""
+    m = s.measurement
+    rank = PRECISION_PREFERENCE.index(m.precision) if m.precision in PRECISION_PREFERENCE else 9
+    return (rank, m.batch_size, -objective.key(s.score))
+
+
+def in_the_running(ranked: Sequence[Scored], objective: Objective) -> list[Scored]:
+    """The confirmed configurations no other confirmed one beats beyond the noise."""
+    confirmed = [s for s in ranked if s.confirmed]
+    return [
+        s
+        for s in confirmed
+        if not any(o is not s and margin(objective, o, s).significant for o in confirmed)
+    ]
+
+
+def _lead(running: Sequence[Scored], objective: Objective) -> Scored:
+    """Of confirmed configurations, the one ahead of most others in their turn-by-turn
+    comparison (:func:`margin`), then the best scored: the comparison that decides
+    significance decides the order too."""
+
+    def standing(s: Scored) -> tuple[int, float]:
+        ahead = sum(margin(objective, s, o).margin > 0 for o in running if o is not s)
+        return ahead, objective.key(s.score)
+
+    return max(running, key=standing)
+
+
+def rank(
+    figures: Mapping[Config, Measurement],
+    objective: Objective,
+    verdicts: Mapping[Config, Scored] | None = None,
+    estimates: Mapping[Config, float | None] | None = None,
+) -> list[Scored]:
+    """Measured configurations, best first.
+
+    Confirmed ones (in ``verdicts``) carry their confirmed score and rank before the
+    rest, so a quick search measurement never beats a confirmed one by a lucky draw;
+    the rest carry the search's drift-corrected score (``estimates``; their own
+    measurement's score where it has none). A winner by less than the noise is no
+    winner, and one by a hair is no reason to give up precision or memory: of the
+    confirmed configurations that no other beats beyond the noise, those within
+    ``EQUIVALENT`` of the best of them are equals, and the preferred of those (see
+    :func:`preference`) leads.
+    """
+    verdicts, estimates = verdicts or {}, estimates or {}
+    out = []
+    for c, m in figures.items():
+        if c in verdicts:
+            out.append(verdicts[c])
+        elif m.status == "ok":
+            score = estimates.get(c)
+            out.append(Scored(m, objective.score(m) if score is None else score))  # type: ignore[arg-type]
+    ranked = sorted(out, key=lambda x: (not x.confirmed, -objective.key(x.score)))
+    running = in_the_running(ranked, objective)
+    if running:
+        lead = _lead(running, objective)
+        equals = [s for s in running if margin(objective, lead, s).margin <= EQUIVALENT]
+        chosen = min(equals, key=lambda s: preference(objective, s))
+        ranked = [chosen, *(s for s in ranked if s is not chosen)]
+    return ranked
+
+
+def search_estimates(history: History, objective: Objective) -> dict[Config, float | None]:
+    """The search's score of each configuration, drift between its groups removed
+    (see :mod:`._drift`); ``None`` for one that never ran."""
+    scored = ((c, m, objective.score(m)) for c, m in history.searches if m.status == "ok")
+    fitted = corrected_scores([(c, m.interleave_id, s) for c, m, s in scored if s])
+    return {c: fitted.get(c) for c in history.figures()}  # type: ignore[misc]
+
+
+def _verdicts(
+    confirmed: Mapping[Config, Sequence[Measurement]], objective: Objective
+) -> tuple[dict[Config, Measurement], dict[Config, Scored]]:
+    """Each confirmed configuration's figures, and the verdict on it.
+
+    A confirmed configuration's score rests on its confirmations alone: they were
+    timed in turns with the other finalists, so drift between the search's
+    measurements does not decide, and where there were several (a duel), the drift
+    between them is fitted out as the search's is (:mod:`._drift`). Its figures are
+    those of its latest confirmation: a real measurement.
+    """
+    ran = {c: [m for m in ms if m.status == "ok"] for c, ms in confirmed.items()}
+    fitted = corrected_scores(
+        [
+            (c, m.interleave_id, objective.score(m))
+            for c, ms in ran.items()
+            for m in ms
+            if objective.score(m)
+        ]
+    )
+    figures, verdicts = {}, {}
+    for c, ms in confirmed.items():
+        figures[c] = ran[c][-1] if ran[c] else ms[-1]
+        if c in fitted:
+            votes = tuple(objective.score(m) for m in ran[c])
+            verdicts[c] = Scored(ran[c][-1], fitted[c], votes, tuple(ran[c]))  # type: ignore[arg-type]
+    return figures, verdicts
+
+
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """The verdict on what a study holds, computed once per pass by :func:`standing`.
+
+    Attributes:
+        objective: what the scores mean.
+        figures: every configuration's figures: its latest confirmation, else its
+            latest search measurement that ran, else its latest failure.
+        estimates: the search's drift-corrected score of each searched configuration
+            (``None``: it failed): what the strategy sees.
+        searched: the search's own ranking, best first: finalists are chosen from it.
+        ranked: the verdict, best first: confirmed configurations first, the
+            preferred of equals leading.
+        running: the confirmed configurations no other beats beyond the noise.
+    """
+
+    objective: Objective
+    figures: Mapping[Config, Measurement]
+    estimates: Mapping[Config, float | None]
+    searched: tuple[Scored, ...]
+    ranked: tuple[Scored, ...]
+    running: tuple[Scored, ...]
+
+    @property
+    def best(self) -> Scored | None:
+        return self.ranked[0] if self.ranked else None
+
+    @property
+    def per_group(self) -> list[Scored]:
+        """The best configuration of each (device, precision), in the verdict's order."""
+        seen: set[tuple[str, str]] = set()
+        rows = []
+        for s in self.ranked:
+            if s.group not in seen:
+                seen.add(s.group)
+                rows.append(s)
+        return rows
+
+    @property
+    def runner_up(self) -> tuple[Scored, Comparison] | None:
+        """The best of another (device, precision), and the winner's margin over it."""
+        rows = self.per_group
+        if len(rows) < 2:
+            return None
+        return rows[1], margin(self.objective, rows[0], rows[1])
+
+    @property
+    def within_noise(self) -> list[tuple[Scored, Comparison]]:
+        """The finalists the confirmed winner does not beat beyond the noise."""
+        best = self.best
+        if best is None or not best.confirmed:
+            return []
+        return [(s, margin(self.objective, best, s)) for s in self.running if s is not best]
+
+    @property
+    def failed(self) -> list[Measurement]:
+        return [m for m in self.figures.values() if m.status != "ok"]
+
+    def best_where(self, device: str | None = None, width: int | None = None) -> Scored | None:
+        """The best configuration on ``device`` / of ``width`` (``None``: any)."""
+        return next(
+            (
+                s
+                for s in self.ranked
+                if (device is None or s.measurement.device == device)
+                and (width is None or s.measurement.width == width)
+            ),
+            None,
+        )
+
+
+def standing(history: History, objective: Objective) -> Standing:
+    """The verdict on ``history``: see :class:`Standing`."""
+    estimates = search_estimates(history, objective)
+    confirmed_figures, verdicts = _verdicts(history.confirmed, objective)
+    figures = {**history.figures(), **confirmed_figures}
+    ranked = rank(figures, objective, verdicts, estimates)
+    return Standing(
+        objective=objective,
+        figures=figures,
+        estimates=estimates,
+        searched=tuple(rank(history.figures(), objective, estimates=estimates)),
+        ranked=tuple(ranked),
+        running=tuple(in_the_running(ranked, objective)),
+    )
+
+
+def incumbent(standing: Standing) -> Config | None:
+    """The configuration the search scores best so far, if any ran."""
+    ran = [c for c, s in standing.estimates.items() if s is not None]
+    return max(ran, key=lambda c: standing.objective.key(standing.estimates[c]), default=None)  # type: ignore[arg-type]
+
+
+def finalists(searched: Sequence[Scored], objective: Objective, k: int) -> list[Config]:
+    """Up to ``k`` of the search's ranked configurations within ``CONFIRM_REACH`` of its
+    best, best first; one slot goes to the best of another (device, precision) if one
+    is that close."""
+    if not searched:
+        return []
+    close = [s for s in searched if objective.gain(searched[0].score, s.score) <= CONFIRM_REACH]
+    chosen = close[:k]
+    if chosen and k >= 2:
+        other = next((s for s in close if s.group != chosen[0].group), None)
+        if other is not None and other not in chosen:
+            chosen[-1] = other
+    return [s.config for s in chosen]
+
+
+def finalists_to_confirm(
+    searched: Sequence[Scored],
+    confirmed: Mapping[Config, Sequence[Measurement]],
+    objective: Objective,
+    k: int,
+    taken: frozenset[Config],
+) -> list[Config]:
+    """The finalists to measure together, or none once each has a confirmation.
+
+    ``searched`` is the search's standing (its drift-corrected scores, best first).
+    While any finalist lacks a confirmation, all of them are measured together (those
+    confirmed before, e.g. by another worker, get another): a comparison is fair only
+    within one interleaved measurement. Finalists are chosen on the search's own
+    measurements, so a confirmation that reshuffles the ranking sets off no more.
+    """
+    chosen = [c for c in finalists(searched, objective, k) if c not in taken]
+    if all(confirmed.get(c) for c in chosen):
+        return []
+    return chosen
+
+
+def duel(standing: Standing) -> list[Config]:
+    """The winner and its closest challenger, to be timed in turns once more and for
+    longer, when the confirmation did not tell them apart beyond the noise: whether
+    one is ahead, or within ``EQUIVALENT`` (so that the preferred one may win), then
+    rests on every turn of both. None when the winner is beyond doubt, or once the
+    finalists have had their duel."""
+    objective = standing.objective
+    confirmed = [s for s in standing.ranked if s.confirmed]
+    if len({m.interleave_id for s in confirmed for m in s.rounds}) != 1:
+        return []
+    best = confirmed[0]
+    others = [s for s in standing.running if s is not best]
+    if not others:
+        return []
+    challenger = min(others, key=lambda s: margin(objective, best, s).margin)
+    if margin(objective, best, challenger).significant:
+        return []
+    return [best.config, challenger.config]
