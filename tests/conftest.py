@@ -8,14 +8,19 @@ conftest import, before any test module runs JAX.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import textwrap
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import jax
+import optuna
 import pytest
 
 import autoplace
+from autoplace.study import storage_at
 from autoplace.workload import ModelFile
 
 #: Virtual CPU devices the test process (and the in-process engine) sees.
@@ -89,3 +94,43 @@ def subproc() -> Iterator[autoplace.SubprocessBackend]:
         yield backend
     finally:
         backend.close()
+
+
+# --- storages: every kind a study can live in -----------------------------------------
+
+SERVERS = {
+    "postgresql": "postgresql://postgres@127.0.0.1:5432/test",
+    "mysql": "mysql://root@127.0.0.1:3306/test",
+    "redis": "redis://127.0.0.1:6379/0",
+}
+skip_servers = pytest.mark.skipif(
+    os.environ.get("AUTOPLACE_SKIP_SERVER_TESTS") == "1", reason="servers not available"
+)
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        "journal",
+        pytest.param("postgresql", marks=[skip_servers, pytest.mark.storage]),
+        pytest.param("mysql", marks=[skip_servers, pytest.mark.storage]),
+        pytest.param("redis", marks=[skip_servers, pytest.mark.storage]),
+    ]
+)
+def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty place for studies, once per kind of storage."""
+    kind = request.param
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'studies.db'}"
+    if kind == "journal":
+        return f"journal:///{tmp_path / 'studies.log'}"
+    return SERVERS[kind]
+
+
+@pytest.fixture
+def study_name(storage_url: str) -> Iterator[str]:
+    """A fresh study name, its study deleted afterwards."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    with storage_at(storage_url) as storage, contextlib.suppress(KeyError):
+        optuna.delete_study(study_name=name, storage=storage)

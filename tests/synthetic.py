@@ -13,7 +13,7 @@ import hashlib
 import statistics
 from collections.abc import Callable
 
-from autoplace import DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+from autoplace import BadInputError, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
 
 #: Per-sample seconds by precision and per-step overhead by device.
 PER_SAMPLE = {"float32": 2e-6, "bfloat16": 1.5e-6, "float16": 4e-6}
@@ -91,8 +91,11 @@ class SyntheticBackend:
         if self._interrupt_at is not None and len(self.measured) + 1 == self._interrupt_at:
             self._interrupt_at = None
             raise KeyboardInterrupt
-        self.measured.append(request)
         c = request.config
+        names = [d.name for d in self._devices]
+        if c.device not in names:
+            raise BadInputError(f"unknown device {c.device!r}: this machine has {', '.join(names)}")
+        self.measured.append(request)
         base = dict(
             device=c.device,
             batch_size=c.batch_size,
@@ -180,11 +183,10 @@ def _unit(m: Measurement, turn: int, call: int) -> float:
 
 def best_by_formula(configs, objective) -> Measurement:
     """The true optimum over ``configs`` under the synthetic model (without jitter)."""
-    backend = SyntheticBackend()
+    backend = SyntheticBackend(devices=tuple(dict.fromkeys(c.device for c in configs)))
     scored = []
     for c in configs:
         req = MeasureRequest("x.py", "0", "synthetic", c)
         m = dataclasses.replace(backend.measure(req))
         scored.append((objective.score(m), m))
-    sign = 1 if objective.direction == "maximize" else -1
-    return max(scored, key=lambda s: sign * s[0])[1]
+    return max(scored, key=lambda s: objective.key(s[0]))[1]

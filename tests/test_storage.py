@@ -1,14 +1,7 @@
-"""The storage contract, run against every backend: SQLite, Journal file, PostgreSQL,
-MariaDB and Redis (the servers of the development and CI machine).
-
-Set AUTOPLACE_SKIP_SERVER_TESTS=1 where the servers are absent.
-"""
+"""Tuning on every storage: SQLite, Journal file, PostgreSQL, MariaDB and Redis (the
+``storage_url`` fixture of conftest.py), and the URLs people type."""
 
 from __future__ import annotations
-
-import contextlib
-import os
-import uuid
 
 import optuna
 import pytest
@@ -17,41 +10,6 @@ from synthetic import SyntheticBackend
 import autoplace
 from autoplace import StorageError
 from autoplace.study import mask_url, normalize_url, open_storage, storage_at
-
-SERVERS = {
-    "postgresql": "postgresql://postgres@127.0.0.1:5432/test",
-    "mysql": "mysql://root@127.0.0.1:3306/test",
-    "redis": "redis://127.0.0.1:6379/0",
-}
-skip_servers = pytest.mark.skipif(
-    os.environ.get("AUTOPLACE_SKIP_SERVER_TESTS") == "1", reason="servers not available"
-)
-
-
-@pytest.fixture(
-    params=[
-        "sqlite",
-        "journal",
-        pytest.param("postgresql", marks=[skip_servers, pytest.mark.storage]),
-        pytest.param("mysql", marks=[skip_servers, pytest.mark.storage]),
-        pytest.param("redis", marks=[skip_servers, pytest.mark.storage]),
-    ]
-)
-def storage_url(request, tmp_path):
-    kind = request.param
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'studies.db'}"
-    if kind == "journal":
-        return f"journal:///{tmp_path / 'studies.log'}"
-    return SERVERS[kind]
-
-
-@pytest.fixture
-def study_name(storage_url):
-    name = f"test-{uuid.uuid4().hex[:12]}"
-    yield name
-    with storage_at(storage_url) as storage, contextlib.suppress(KeyError):
-        optuna.delete_study(study_name=name, storage=storage)
 
 
 def tune(storage_url, study_name, backend, tmp_path, **kwargs):

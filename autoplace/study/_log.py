@@ -119,6 +119,7 @@ class OptunaStudyLog:
         url: its URL, for error messages (shown with the password masked).
         name: the study's name.
         direction: the objective's direction; a study made for the other is refused.
+        objective: the objective's name, for that refusal.
         attrs: attributes recorded with a new study (workload, hardware, ...).
         devices: every device name of the machine (the ``device`` parameter's choices).
         with_width: whether configurations carry a width.
@@ -133,6 +134,7 @@ class OptunaStudyLog:
         *,
         name: str,
         direction: str,
+        objective: str,
         attrs: Mapping[str, Any],
         devices: Sequence[str],
         with_width: bool,
@@ -158,7 +160,7 @@ class OptunaStudyLog:
             if made_for != direction:
                 raise BadInputError(
                     f"study {name!r} was made for an objective to {made_for}, "
-                    f"not to {direction}: pass another --study"
+                    f"not {objective}: pass another --study"
                 )
             held = self._study.user_attrs
             for key, value in attrs.items():

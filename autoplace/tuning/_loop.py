@@ -206,6 +206,7 @@ def tune(
             url,
             name=name,
             direction=obj.direction,
+            objective=obj.name,
             attrs={
                 "workload": _workload_identity(mf, info),
                 "hardware": hw,
