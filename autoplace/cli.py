@@ -123,73 +123,102 @@ def measure(
     raise typer.Exit(0 if result.status == "ok" else 1)
 
 
+DevicesOpt = Annotated[
+    str | None,
+    typer.Option("--devices", help="Comma-separated devices [default: one of each kind]."),
+]
+
+BatchSizesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--batch-sizes",
+        help="List (16,32,64) or power-of-two range (8..1024) [default: 1..4096].",
+    ),
+]
+
+PrecisionsOpt = Annotated[
+    str | None,
+    typer.Option("--precisions", help="Comma-separated [default: float32,bfloat16,float16]."),
+]
+
+WidthsOpt = Annotated[
+    str | None,
+    typer.Option("--widths", help="Widths to search [default: the file's default width]."),
+]
+
+ObjectiveOpt = Annotated[
+    str,
+    typer.Option("--objective", help="throughput, time-to-finish or latency."),
+]
+
+StepsOpt = Annotated[
+    int | None, typer.Option("--steps", help="Run length for time-to-finish, in steps.")
+]
+
+SamplesOpt = Annotated[
+    int | None,
+    typer.Option("--samples", help="Run length in samples (one epoch with --epochs)."),
+]
+
+EpochsOpt = Annotated[int | None, typer.Option("--epochs", help="Epochs of --samples.")]
+
+TrialsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--trials", help="At most this many new measurements (references and finalists count)."
+    ),
+]
+
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Stop starting measurements after this (s).")
+]
+
+StorageOpt = Annotated[
+    str | None,
+    typer.Option("--storage", help="Study storage URL [default: sqlite:///studies/autoplace.db]."),
+]
+
+StudyOpt = Annotated[
+    str | None, typer.Option("--study", help="Study name [default: workload+hardware].")
+]
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Recommendation file to write.")]
+
+RemeasureOpt = Annotated[
+    bool, typer.Option("--remeasure", help="Measure again what the study already has.")
+]
+
+SearchOpt = Annotated[
+    str, typer.Option("--search", help="climb (default) or grid (every configuration).")
+]
+
+MeasureTimeoutOpt = Annotated[
+    float,
+    typer.Option("--measure-timeout", help="Seconds before one measurement is killed."),
+]
+
+
 @app.command()
 def tune(
     model_file: ModelFileArg,
     workload: WorkloadOpt = None,
-    devices: Annotated[
-        str | None,
-        typer.Option("--devices", help="Comma-separated devices [default: one of each kind]."),
-    ] = None,
-    batch_sizes: Annotated[
-        str | None,
-        typer.Option(
-            "--batch-sizes",
-            help="List (16,32,64) or power-of-two range (8..1024) [default: 1..4096].",
-        ),
-    ] = None,
-    precisions: Annotated[
-        str | None,
-        typer.Option("--precisions", help="Comma-separated [default: float32,bfloat16,float16]."),
-    ] = None,
-    widths: Annotated[
-        str | None,
-        typer.Option("--widths", help="Widths to search [default: the file's default width]."),
-    ] = None,
-    objective: Annotated[
-        str,
-        typer.Option("--objective", help="throughput, time-to-finish or latency."),
-    ] = "throughput",
-    steps: Annotated[
-        int | None, typer.Option("--steps", help="Run length for time-to-finish, in steps.")
-    ] = None,
-    samples: Annotated[
-        int | None,
-        typer.Option("--samples", help="Run length in samples (one epoch with --epochs)."),
-    ] = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs of --samples.")] = None,
-    trials: Annotated[
-        int | None,
-        typer.Option(
-            "--trials", help="At most this many new measurements (references and finalists count)."
-        ),
-    ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Stop starting measurements after this (s).")
-    ] = None,
-    storage: Annotated[
-        str | None,
-        typer.Option(
-            "--storage", help="Study storage URL [default: sqlite:///studies/autoplace.db]."
-        ),
-    ] = None,
-    study: Annotated[
-        str | None, typer.Option("--study", help="Study name [default: workload+hardware].")
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Recommendation file to write.")] = Path(
-        "autoplace.toml"
-    ),
+    devices: DevicesOpt = None,
+    batch_sizes: BatchSizesOpt = None,
+    precisions: PrecisionsOpt = None,
+    widths: WidthsOpt = None,
+    objective: ObjectiveOpt = "throughput",
+    steps: StepsOpt = None,
+    samples: SamplesOpt = None,
+    epochs: EpochsOpt = None,
+    trials: TrialsOpt = None,
+    timeout: TimeoutOpt = None,
+    storage: StorageOpt = None,
+    study: StudyOpt = None,
+    out: OutOpt = Path("autoplace.toml"),
     max_memory: MaxMemoryOpt = None,
-    remeasure: Annotated[
-        bool, typer.Option("--remeasure", help="Measure again what the study already has.")
-    ] = False,
-    search: Annotated[
-        str, typer.Option("--search", help="climb (default) or grid (every configuration).")
-    ] = "climb",
-    measure_timeout: Annotated[
-        float,
-        typer.Option("--measure-timeout", help="Seconds before one measurement is killed."),
-    ] = 300.0,
+    remeasure: RemeasureOpt = False,
+    search: SearchOpt = "climb",
+    measure_timeout: MeasureTimeoutOpt = 300.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""

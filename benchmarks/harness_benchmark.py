@@ -31,7 +31,7 @@ from pathlib import Path
 from results_file import write_results
 
 import autoplace
-from autoplace.tuner import lower_bound
+from autoplace.tuning import lower_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {

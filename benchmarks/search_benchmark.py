@@ -45,10 +45,9 @@ from typing import Any
 from results_file import write_results
 
 import autoplace
-from autoplace import Config, MeasureSettings
-from autoplace.objectives import make_objective
-from autoplace.settings import MeasureRequest
-from autoplace.tuner import DEFAULT_BATCH_SIZES
+from autoplace import Config, MeasureRequest, MeasureSettings
+from autoplace.measuring import resolve_workload
+from autoplace.tuning import DEFAULT_BATCH_SIZES, build_space, make_objective
 from autoplace.workload import ModelFile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +78,6 @@ def timed_tune(model: Path, workload: str, db: Path, study: str, **kwargs: Any) 
 def full_grid(model: Path, workload: str) -> tuple[dict[Config, autoplace.Measurement], float, Any]:
     """Measure every configuration of tune's default space with the core's default
     settings (float32 comparison off: it is not a timing), in one warm worker, timed."""
-    from autoplace.measure import resolve_workload
-    from autoplace.tuner import build_space
 
     t = time.perf_counter()
     measurements = {}
@@ -168,7 +165,7 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
     print(f"\n== {key}: grid at the core's full settings", flush=True)
     grid, grid_wall, space = full_grid(model, workload)
     ranked = sorted(
-        (c for c, m in grid.items() if m.status == "ok"), key=lambda c: -objective.score(grid[c])
+        (c for c, m in grid.items() if m.status == "ok"), key=lambda c: -objective.key(objective.score(grid[c]))
     )
     device = space.devices[0]
     print(f"   {len(grid)} configurations in {grid_wall:.1f} s; best {ranked[0].label()}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -13,7 +13,10 @@ from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
-from autoplace.tuning import EQUIVALENT, TuneResult
+from autoplace.tuning import EQUIVALENT
+
+if TYPE_CHECKING:
+    from autoplace.tuning import TuneResult
 
 
 def measurement_table(m: Measurement, console: Console | None = None) -> None:
@@ -193,7 +196,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"recommendation written to [bold]{result.out}[/]")
 
 
-#: Why a winner that does not score best can lead (see ``tuner._preference``).
+#: Why a winner that does not score best can lead (see ``autoplace.tuning._verdict.preference``).
 PREFERENCE_TEXT = (
     f"of those within {EQUIVALENT:.0%} of the best, autoplace picks float32 over lower "
     "precisions, then the smaller batch"

@@ -34,6 +34,7 @@ from typing import Any
 
 from autoplace import fingerprint, recommendation
 from autoplace.config import Config
+from autoplace.devices import DeviceInfo
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
 from autoplace.settings import MeasureRequest, MeasureSettings
@@ -170,12 +171,9 @@ def tune(
         if isinstance(objective, Objective)
         else make_objective(objective, steps=steps, samples=samples, epochs=epochs)
     )
-    for option, value in (
-        ("--trials", trials),
-        ("--timeout", timeout),
-        ("--max-memory", max_memory),
-    ):
-        check_positive(option, value)
+    check_positive("--trials", trials)
+    check_positive("--timeout", timeout)
+    check_positive("--max-memory", max_memory)
     url = normalize_url(storage) if storage else default_url()
     settings = settings or MeasureSettings()
     if max_memory is not None:
@@ -199,20 +197,15 @@ def tune(
             default_width=info.default_width,
             default_batches=default_batches,
         )
-        hw, sw = fingerprint.hardware(available), fingerprint.software()
-        name = study or f"{info.name}-{obj.name}-{mf.sha256[:8]}-{fingerprint.hardware_key(hw, sw)}"
+        identity = _identity(mf, info, available, obj)
+        name = study or _study_name(identity)
         log = OptunaStudyLog(
             opening.result(),
             url,
             name=name,
             direction=obj.direction,
             objective=obj.name,
-            attrs={
-                "workload": _workload_identity(mf, info),
-                "hardware": hw,
-                "software": sw,
-                "objective": {"name": obj.name, **obj.run},
-            },
+            attrs=identity,
             devices=[d.name for d in available],
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
@@ -227,9 +220,9 @@ def tune(
         standing=final,
         study_name=name,
         storage_url=url,
-        workload=_workload_identity(mf, info),
-        hw=hw,
-        sw=sw,
+        workload=identity["workload"],
+        hw=identity["hardware"],
+        sw=identity["software"],
     )
     written = recommendation.write(out, document) if out is not None and final.best else None
     return TuneResult(
@@ -327,8 +320,24 @@ def _requester(
     return requests
 
 
-def _workload_identity(mf: ModelFile, info: WorkloadInfo) -> dict[str, Any]:
-    return {"path": str(mf.path), "sha256": mf.sha256, "name": info.name}
+def _identity(
+    mf: ModelFile, info: WorkloadInfo, devices: Sequence[DeviceInfo], obj: Objective
+) -> dict[str, Any]:
+    """What a study measures, where and for what: recorded with the study."""
+    return {
+        "workload": {"path": str(mf.path), "sha256": mf.sha256, "name": info.name},
+        "hardware": fingerprint.hardware(list(devices)),
+        "software": fingerprint.software(),
+        "objective": {"name": obj.name, **obj.run},
+    }
+
+
+def _study_name(identity: dict[str, Any]) -> str:
+    """The default study name: workload, objective, file hash and hardware key, so that
+    identical machines share a study and different ones never mix theirs."""
+    wl, obj = identity["workload"], identity["objective"]
+    key = fingerprint.hardware_key(identity["hardware"], identity["software"])
+    return f"{wl['name']}-{obj['name']}-{wl['sha256'][:8]}-{key}"
 
 
 def _close_opened(opening: concurrent.futures.Future) -> None:
