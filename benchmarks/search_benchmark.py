@@ -165,7 +165,8 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
     print(f"\n== {key}: grid at the core's full settings", flush=True)
     grid, grid_wall, space = full_grid(model, workload)
     ranked = sorted(
-        (c for c, m in grid.items() if m.status == "ok"), key=lambda c: -objective.key(objective.score(grid[c]))
+        (c for c, m in grid.items() if m.status == "ok"),
+        key=lambda c: -objective.key(objective.score(grid[c])),
     )
     device = space.devices[0]
     print(f"   {len(grid)} configurations in {grid_wall:.1f} s; best {ranked[0].label()}")

@@ -28,7 +28,8 @@ N_CPU_DEVICES = 4
 
 jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
 
-#: The small model files the tests measure.
+#: The repository's root, and the small model files the tests measure.
+REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(__file__).parent / "models"
 
 

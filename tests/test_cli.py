@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import line_of, model
+from conftest import REPO, line_of, model
 from synthetic import SyntheticBackend, bfloat16_just_ahead
 
 import autoplace
 from autoplace.cli import main
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -2,8 +2,9 @@
 
 Backends say *where* a measurement runs (:class:`SubprocessBackend`, the default:
 a worker process no configuration can take down; :class:`InProcessBackend`: this
-process). The engine (``_engine``, the only module that imports JAX, loaded by a
-backend when it first measures) takes each configuration through its phases;
+process). The engine (``_engine``, loaded by a backend when it first measures, with
+the other modules that import JAX) takes each configuration through its phases
+(``_setup``: build, transfer, compile, first call), a ``_run`` holding its figures;
 ``_timing`` holds the timed loops, free of JAX; ``_xla`` what XLA tells about a
 program and a device. :func:`measure` is the library call behind
 ``autoplace measure``.
@@ -19,9 +20,9 @@ from autoplace.measuring._timing import relative_spread, summarize, time_interle
 #: Names that live beside JAX, imported on first use so that ``import autoplace`` stays
 #: free of JAX: the engine and what XLA tells about a program.
 _WITH_JAX = {
-    "ConfigFailure": "_engine",
+    "ConfigFailure": "_setup",
     "Engine": "_engine",
-    "user_phase": "_engine",
+    "user_phase": "_setup",
     "compute_dtypes": "_xla",
     "relative_deviation": "_xla",
     "tree_bytes": "_xla",

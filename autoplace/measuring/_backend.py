@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from autoplace.devices import DeviceInfo
 from autoplace.measurement import Measurement
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
+
+if TYPE_CHECKING:
+    from autoplace.measuring._engine import Engine
 
 
 @runtime_checkable
@@ -56,6 +59,11 @@ class InProcessBackend:
         from autoplace.measuring._engine import Engine
 
         self._engine = Engine(jax_config)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine measuring in this process (its compile counter, its caches)."""
+        return self._engine
 
     def devices(self) -> list[DeviceInfo]:
         return self._engine.devices()

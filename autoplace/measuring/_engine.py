@@ -1,4 +1,5 @@
-"""The measuring itself. Runs inside a worker process; the one module that imports JAX.
+"""The measuring itself. Runs inside a worker process and imports JAX (as ``_setup``,
+``_run`` and ``_xla`` do; ``import autoplace`` loads none of them).
 
 One :meth:`Engine.measure` call takes a configuration through these phases, each
 timed on its own so the costs the seeds' authors saw mixed together come apart:
@@ -18,40 +19,48 @@ timed on its own so the costs the seeds' authors saw mixed together come apart:
 
 Failures the configuration owns (out of memory, errors in the user's code) come
 back as statuses; anything else is autoplace's bug and propagates.
+
+Phases 1-6 live in ``_setup``, the timed loops (7, 8) in ``_timing``; the engine runs
+them in order and keeps the caches. A ``_run.Run`` holds one configuration's figures as
+each phase sets them, and turns them into a ``Measurement`` in one place.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import os
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError, first_line
+from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
-from autoplace.measuring._timing import summarize, time_interleaved
+from autoplace.measuring._run import Run
+from autoplace.measuring._setup import (
+    ConfigFailure,
+    Executable,
+    build,
+    check_fits,
+    compile_step,
+    first_call,
+    host_batch,
+    transfer,
+    user_phase,
+)
+from autoplace.measuring._timing import LoopTiming, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
     all_finite,
-    compute_dtypes,
     device_name,
-    flops_of,
-    median_transfer,
-    memory_limit,
     peak_bytes_in_use,
     platform_of,
-    predicted_bytes,
     relative_deviation,
     tree_bytes,
 )
@@ -59,99 +68,12 @@ from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.workload import (
     Workload,
     WorkloadInfo,
-    describe_exception,
     find_workloads,
     import_model_file,
     pick_workload,
 )
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-class ConfigFailure(Exception):
-    """A failure that belongs to the configuration: ends the measurement with a status."""
-
-    def __init__(self, status: str, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-def _is_oom(exc: BaseException) -> bool:
-    return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
-
-
-@contextlib.contextmanager
-def user_phase(what: str, path: Path) -> Iterator[None]:
-    """Turn an exception raised while ``what`` into a :class:`ConfigFailure`.
-
-    Only code that runs the user's workload, or XLA on the user's program, goes
-    inside: an exception there is the configuration's, not autoplace's.
-    """
-    try:
-        yield
-    except ConfigFailure:
-        raise
-    except Exception as exc:
-        if _is_oom(exc):
-            raise ConfigFailure("oom", f"out of memory while {what}: {first_line(exc)}") from exc
-        raise ConfigFailure("error", f"{what} raised {describe_exception(exc, path)}") from exc
-
-
-class _Run:
-    """One configuration inside :meth:`Engine.measure_together`: set up, then timed."""
-
-    def __init__(
-        self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, fig: dict
-    ) -> None:
-        self.request, self.fn, self.width, self.device, self.fig = request, fn, width, device, fig
-        self.failure: ConfigFailure | None = None
-        self.compiled: Any = None
-        self.host: list[Any] = []
-        self.batch: Any = None
-        self.state: Any = None
-        self.out: Any = None
-        self.train = False
-        self.first_out: Any = None
-        self.peak_before: int | None = None
-
-    def chunk(self, k: int, fed: bool = False) -> float:
-        """Run ``k`` steps (putting a fresh host batch on the device each step when
-        ``fed``), block until done, return the seconds. Marks the run failed on a
-        failure of the user's program, and raises it."""
-        what = "running the fed steady-state loop" if fed else "running the steady-state loop"
-        try:
-            with user_phase(what, Path(self.request.model_file)):
-                st, o = self.state, self.out
-                t0 = time.perf_counter()
-                for i in range(k):
-                    b = jax.device_put(self.host[i % 2], self.device) if fed else self.batch
-                    o = self.compiled(st, b)
-                    if self.train:
-                        st = o
-                jax.block_until_ready(o)
-                elapsed = time.perf_counter() - t0
-        except ConfigFailure as failure:
-            self.failure = failure
-            raise
-        self.state, self.out = st, o
-        return elapsed
-
-    def warm(self, fed: bool) -> float:
-        """Warm-up steps (before the first loop only: the fed loop runs the same warm
-        executable), then one timed step: the guess that sizes the chunks."""
-        if not fed:
-            self.chunk(self.request.settings.warmup_steps)
-        return self.chunk(1, fed)
-
-    def result(self) -> Measurement:
-        if self.failure is not None:
-            status, reason = self.failure.status, self.failure.reason
-        elif self.fig["finite"]:
-            status, reason = "ok", ""
-        else:
-            status, reason = "nonfinite", "the step produced NaN or inf"
-        return Measurement(status=status, reason=reason, **self.fig)
 
 
 class Engine:
@@ -170,11 +92,21 @@ class Engine:
         self._modules: dict[tuple[str, str], dict[str, tuple[WorkloadInfo, Callable]]] = {}
         self._references: OrderedDict[tuple, Any] = OrderedDict()
         self._built: OrderedDict[tuple, tuple[Workload, float]] = OrderedDict()
-        self._executables: OrderedDict[tuple, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._executables: OrderedDict[tuple, Executable] = OrderedDict()
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event == _COMPILE_EVENT:
             self._compiles += 1
+
+    @property
+    def compiles(self) -> int:
+        """Compiles XLA has reported in this process since the engine started, of any
+        function: the counter that proves the timed loops compiled nothing."""
+        return self._compiles
+
+    def forget_executables(self) -> None:
+        """Drop the cached executables: a configuration measured again compiles anew."""
+        self._executables.clear()
 
     # --- catalogue -------------------------------------------------------------------
 
@@ -232,19 +164,19 @@ class Engine:
         loop = requests[0].settings
         compiles_before = self._compiles
         for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
-            self._time_group(runs, fed, loop, cap)
+            self._time(runs, fed, loop, cap)
         compiles = self._compiles - compiles_before
         if compiles:
             raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
         out = []
         together = uuid.uuid4().hex if len(runs) > 1 else None
         for run in runs:
-            run.fig["interleaved_with"] = len(runs) - 1
-            run.fig["interleave_id"] = together
-            run.fig["timing_compiles"] = compiles
+            run.interleaved_with = len(runs) - 1
+            run.interleave_id = together
+            run.timing_compiles = compiles
             if run.failure is None:
                 try:
-                    self._finish(run)
+                    self._check(run)
                 except ConfigFailure as failure:
                     run.failure = failure
             out.append(run.result())
@@ -252,53 +184,39 @@ class Engine:
             gc.collect()  # a failure's traceback holds its buffers in reference cycles
         return out
 
-    def _time_group(
-        self, runs: list[_Run], fed: bool, settings: MeasureSettings, cap: float
-    ) -> None:
-        """Time one loop of every live run, interleaved; a run that fails drops out and
-        the others are timed again without it."""
-        while live := [r for r in runs if r.failure is None]:
-            t = time.perf_counter()
-            try:
-                guesses = [r.warm(fed) for r in live]
-                timed = time_interleaved(
-                    [functools.partial(r.chunk, fed=fed) for r in live], guesses, settings, cap
-                )
-            except ConfigFailure:
-                continue  # the failing run marked itself
-            share = (time.perf_counter() - t) / len(live)
-            for r, chunks in zip(live, timed, strict=True):
-                median, spread, n = summarize(chunks)
-                prefix = "fed_" if fed else ""
-                r.fig[f"{prefix}step_s"], r.fig[f"{prefix}step_spread"] = median, spread
-                r.fig[f"{prefix}step_chunk_s"] = tuple(chunks)
-                if not fed:
-                    r.fig["step_samples"] = n
-                r.fig["timing_s"] += share
-            return
-
-    def _prepare(self, request: MeasureRequest) -> _Run:
+    def _prepare(self, request: MeasureRequest) -> Run:
         """Phases 1-6 for one configuration: a run ready to be timed, or a failed one."""
         found = self._load(request.model_file, request.sha256)
         info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
-        config = request.config
-        width = config.width if config.width is not None else info.default_width
-        device = self._device(config.device)
-        figures: dict[str, Any] = {
-            "device": config.device,
-            "batch_size": config.batch_size,
-            "precision": config.precision,
-            "width": width,
-            "workload": request.workload,
-            "device_kind": device.device_kind,
-            "compile_cache": "disabled",
-        }
-        run = _Run(request, fn, width, device, figures)
+        width = request.config.width if request.config.width is not None else info.default_width
+        run = Run(request, fn, width, self._device(request.config.device))
         try:
             self._set_up(run)
         except ConfigFailure as failure:
             run.failure = failure
         return run
+
+    def _set_up(self, run: Run) -> None:
+        """Build, transfer, compile, check it fits, first call: each phase's figures go
+        into the run as it ends."""
+        request, device, path = run.request, run.device, Path(run.request.model_file)
+        s, config = request.settings, request.config
+        workload, run.build_s, run.build_cached = self._build(
+            request, run.fn, run.width, config.precision
+        )
+        host = [host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
+        run.batch_bytes = tree_bytes(host[0])
+        state, batch, run.transfer_s, run.timing_s = transfer(
+            workload, host[0], device, s.transfer_cap_s, path
+        )
+        executable = self._compile(run, workload, state, batch)
+        check_fits(executable, device, s.max_memory)
+        run.peak_before = peak_bytes_in_use(device)
+        out, run.first_call_s = first_call(executable, state, batch, path)
+        run.first_out = jax.device_get(out) if s.deviation else None
+        run.compiled, run.host, run.batch = executable.compiled, host, batch
+        run.train = workload.kind == "train"
+        run.state, run.out = (out if run.train else state), out
 
     def _build(
         self, request: MeasureRequest, fn: Callable, width: int | None, precision: str
@@ -312,143 +230,68 @@ class Engine:
         key = (request.model_file, request.sha256, request.workload, width, precision)
         cached = key in self._built
         if not cached:
-            t = time.perf_counter()
-            with user_phase("building the workload", Path(request.model_file)):
-                workload = fn(width, jnp.dtype(precision))
-            if not isinstance(workload, Workload):
-                raise ConfigFailure(
-                    "error",
-                    f"the workload function returned {type(workload).__name__}, "
-                    "not autoplace.Workload",
-                )
-            self._built[key] = (workload, time.perf_counter() - t)
+            self._built[key] = build(fn, width, precision, Path(request.model_file))
             while len(self._built) > 4:
                 self._built.popitem(last=False)
         self._built.move_to_end(key)
         return (*self._built[key], cached)
 
-    def _host_batch(self, workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
-        with user_phase("making a batch", path):
-            batch = workload.make_batch(batch_size, np.random.default_rng(seed))
-            return jax.tree.map(np.asarray, batch)
-
-    def _set_up(self, run: _Run) -> None:
-        request, fig, device = run.request, run.fig, run.device
-        s = request.settings
-        path = Path(request.model_file)
-        config = request.config
-
-        workload, fig["build_s"], fig["build_cached"] = self._build(
-            request, run.fn, run.width, config.precision
-        )
-        host = [self._host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
-        fig["batch_bytes"] = tree_bytes(host[0])
-
-        with user_phase("putting the state and a batch on the device", path):
-            state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
-            batch = jax.block_until_ready(jax.device_put(host[0], device))
-            t = time.perf_counter()
-            fig["transfer_s"] = median_transfer(host[0], device, s.transfer_cap_s)
-            fig["timing_s"] = time.perf_counter() - t
-
-        compiled, kept = self._compile(request, workload, run.width, device, state, batch, fig)
-        limit = memory_limit(device, s.max_memory)
-        predicted = fig["predicted_bytes"]
-        if predicted is not None and limit is not None and predicted > limit:
-            raise ConfigFailure(
-                "too_big",
-                f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
-            )
-
-        run.peak_before = peak_bytes_in_use(device)
-        t = time.perf_counter()
-        with user_phase("running the first step", path):
-            out = jax.block_until_ready(compiled(state, batch))
-        # A reused executable's first call here is not its first ever (that one may
-        # include lazy device set-up): report the first ever, which this engine timed.
-        kept.setdefault("first_call_s", time.perf_counter() - t)
-        fig["first_call_s"] = kept["first_call_s"]
-        run.first_out = jax.device_get(out) if s.deviation else None
-        run.compiled, run.host, run.batch = compiled, host, batch
-        run.train = workload.kind == "train"
-        run.state, run.out = (out if run.train else state), out
-
-    def _finish(self, run: _Run) -> None:
-        """Phase 9 and the derived figures, once the loops are timed."""
-        fig, device, config = run.fig, run.device, run.request.config
-        peak_after = peak_bytes_in_use(device)
-        if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
-            fig["peak_bytes"], fig["peak_bytes_source"] = peak_after, "measured"
-        fig["samples_per_s"] = config.batch_size / fig["step_s"]
-        fig["fed_samples_per_s"] = config.batch_size / fig["fed_step_s"]
-        if fig["flops"] is not None:
-            fig["flops_per_s"] = fig["flops"] / fig["step_s"]
-        with user_phase("checking the outputs", Path(run.request.model_file)):
-            fig["finite"] = all_finite(run.out)
-        if run.first_out is not None:
-            t = time.perf_counter()
-            fig["deviation_vs_float32"] = self._deviation(
-                run.request, run.fn, run.width, device, run.first_out
-            )
-            fig["reference_s"] = time.perf_counter() - t
-
-    def _compile(
-        self,
-        request: MeasureRequest,
-        workload: Workload,
-        width: int | None,
-        device: Any,
-        state: Any,
-        batch: Any,
-        fig: dict[str, Any],
-    ) -> tuple[Any, dict[str, Any]]:
-        """The step compiled for this configuration, and the figures kept with it.
+    def _compile(self, run: Run, workload: Workload, state: Any, batch: Any) -> Executable:
+        """The step compiled for this run's configuration, with the figures of its compile.
 
         Compiled executables are cached (least recently used out): measuring the same
         configuration again (a confirmation, a re-measurement) reuses the executable
         and reports the figures of the compile that made it, with ``compile_cached``.
         """
-        key = _executable_key(request, width, request.config.precision)
-        hit = self._executables.get(key)
-        fig["compile_cached"] = hit is not None
-        if hit is None:
-            path = Path(request.model_file)
-            train = workload.kind == "train"
-
-            def step(state: Any, batch: Any) -> Any:
-                return workload.step(state, batch)
-
-            # A new function object per compile: JAX's tracing caches are keyed on the
-            # function, so the trace and lowering timed below are never a cache hit,
-            # while its caches stay warm for everything else (the user's eager build).
-            jitted = jax.jit(step, donate_argnums=(0,) if train else ())
-            t = time.perf_counter()
-            with user_phase("tracing and lowering the step", path):
-                lowered = jitted.trace(state, batch).lower()
-            lower_s = time.perf_counter() - t
-            dtypes = compute_dtypes(lowered.as_text())
-            compiles_before = self._compiles
-            t = time.perf_counter()
-            with user_phase("compiling the step", path):
-                compiled = lowered.compile()
-            compile_s = time.perf_counter() - t
-            if self._compiles == compiles_before:
-                raise RuntimeError("the step's compile was a cache hit, so compile_s is not real")
-            figures: dict[str, Any] = {
-                "lower_s": lower_s,
-                "compile_s": compile_s,
-                "compute_dtypes": dtypes,
-                "flops": flops_of(compiled),
-                "predicted_bytes": predicted_bytes(compiled),
-            }
-            hit = self._executables[key] = (compiled, figures)
+        key = _executable_key(run.request, run.width, run.request.config.precision)
+        executable = self._executables.get(key)
+        run.compile_cached = executable is not None
+        if executable is None:
+            path = Path(run.request.model_file)
+            executable = compile_step(workload, state, batch, path, lambda: self._compiles)
+            self._executables[key] = executable
             while len(self._executables) > 16:
                 self._executables.popitem(last=False)
         self._executables.move_to_end(key)
-        compiled, figures = hit
-        fig.update(figures)
-        fig["peak_bytes"], fig["peak_bytes_source"] = figures["predicted_bytes"], "predicted"
-        return compiled, figures
+        run.executable = executable
+        run.peak_bytes, run.peak_bytes_source = executable.predicted_bytes, "predicted"
+        return executable
+
+    def _time(self, runs: list[Run], fed: bool, settings: MeasureSettings, cap: float) -> None:
+        """Time one loop of every live run, interleaved; a run that fails drops out and
+        the others are timed again without it."""
+        while live := [r for r in runs if r.failure is None]:
+            t = time.perf_counter()
+            try:
+                guesses = [r.warm(fed) for r in live]
+                timed = time_interleaved(
+                    [functools.partial(r.chunk, fed=fed) for r in live], guesses, settings, cap
+                )
+            except ConfigFailure:
+                continue  # the failing run marked itself
+            share = (time.perf_counter() - t) / len(live)
+            for r, chunks in zip(live, timed, strict=True):
+                if fed:
+                    r.fed = LoopTiming.of(chunks)
+                else:
+                    r.steps = LoopTiming.of(chunks)
+                assert r.timing_s is not None  # the transfer, timed before any loop
+                r.timing_s += share
+            return
+
+    def _check(self, run: Run) -> None:
+        """Phase 9 once the loops are timed: peak memory, outputs finite, deviation."""
+        peak_after = peak_bytes_in_use(run.device)
+        if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
+            run.peak_bytes, run.peak_bytes_source = peak_after, "measured"
+        with user_phase("checking the outputs", Path(run.request.model_file)):
+            run.finite = all_finite(run.out)
+        if run.first_out is not None:
+            t = time.perf_counter()
+            run.deviation_vs_float32 = self._deviation(
+                run.request, run.fn, run.width, run.device, run.first_out
+            )
+            run.reference_s = time.perf_counter() - t
 
     def _deviation(
         self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, out: Any
@@ -464,11 +307,11 @@ class Engine:
         if ref is None:
             path = Path(request.model_file)
             workload, _, _ = self._build(request, fn, width, "float32")
-            host = self._host_batch(workload, config.batch_size, request.settings.seed, path)
+            host = host_batch(workload, config.batch_size, request.settings.seed, path)
             # The float32 executable of this configuration, if the worker has it: the
             # same program, without compiling it again.
             cached = self._executables.get(_executable_key(request, width, "float32"))
-            step = cached[0] if cached is not None else jax.jit(workload.step)
+            step = cached.compiled if cached is not None else jax.jit(workload.step)
             with user_phase("running the float32 reference", path):
                 state = jax.device_put(workload.state, device, may_alias=False)
                 ref = jax.device_get(step(state, jax.device_put(host, device)))
@@ -487,5 +330,3 @@ def _executable_key(request: MeasureRequest, width: int | None, precision: str) 
     size and the device."""
     r, c = request, request.config
     return (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
-
-

@@ -76,6 +76,11 @@ class SubprocessBackend:
         #: Start-up time not yet reported in a measurement's ``worker_start_s``.
         self._unbilled_start_s = 0.0
 
+    @property
+    def process(self) -> subprocess.Popen | None:
+        """The worker process now running, or ``None`` before the first call or once closed."""
+        return self._process
+
     # --- lifecycle ---------------------------------------------------------------------
 
     def _start(self) -> float:

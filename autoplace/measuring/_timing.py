@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -47,6 +48,26 @@ def summarize(samples: Sequence[float]) -> tuple[float, float, int]:
     return float(np.median(samples)), relative_spread(list(samples)), len(samples)
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopTiming:
+    """One timed loop of one configuration (the steady state, or the fed one)."""
+
+    #: Median seconds per step over the chunks.
+    step_s: float
+    #: Relative spread of the chunks: interquartile range / median.
+    spread: float
+    #: Seconds per step of each chunk, in the order timed.
+    chunk_s: tuple[float, ...]
+    #: How many chunks were timed.
+    samples: int
+
+    @classmethod
+    def of(cls, chunks: Sequence[float]) -> LoopTiming:
+        """The timing of a loop whose chunks took ``chunks`` seconds per step."""
+        step_s, spread, samples = summarize(chunks)
+        return cls(step_s=step_s, spread=spread, chunk_s=tuple(chunks), samples=samples)
+
+
 def time_interleaved(
     run_chunks: Sequence[Callable[[int], float]],
     per_step_guesses: Sequence[float],
@@ -79,34 +100,16 @@ def time_interleaved(
     if cap_s <= 0:
         return [[g] for g in per_step_guesses]
     alone = len(run_chunks) == 1
-
-    def sizes(per_step: float) -> tuple[int, int]:
-        """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
-        per_step = max(per_step, 1e-7)
-        k = max(1, math.ceil(settings.sample_min_s / per_step))
-        return (0 if alone else round(settings.settle_s / per_step)), k
-
     # A guess that is a one-step chunk already is a sample: slow steps are costly.
     samples: list[list[float]] = [[] for _ in run_chunks]
-    if all(sizes(g)[1] == 1 for g in per_step_guesses):
+    if all(_chunk_sizes(g, settings, alone)[1] == 1 for g in per_step_guesses):
         samples = [[g] for g in per_step_guesses]
     start = time.perf_counter()
-
-    def settled() -> bool:
-        if all(relative_spread(t) <= settings.target_spread for t in samples):
-            return True
-        ratios = (
-            [x / y for x, y in zip(a, b, strict=True)]
-            for a, b in itertools.combinations(samples, 2)
-        )
-        return len(samples) > 1 and all(
-            relative_spread(r) <= settings.target_spread for r in ratios
-        )
 
     def enough(n: int) -> bool:
         if n == 0:
             return False
-        if n >= settings.min_samples and settled():
+        if n >= settings.min_samples and _settled(samples, settings.target_spread):
             return True
         return n >= settings.max_samples or (
             n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
@@ -114,8 +117,27 @@ def time_interleaved(
 
     while not enough(len(samples[0])):
         for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
-            untimed, k = sizes(float(np.median(taken)) if taken else guess)
+            per_step = float(np.median(taken)) if taken else guess
+            untimed, k = _chunk_sizes(per_step, settings, alone)
             if untimed:
                 run(untimed)
             taken.append(run(k) / k)
     return samples
+
+
+def _chunk_sizes(per_step: float, settings: MeasureSettings, alone: bool) -> tuple[int, int]:
+    """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
+    per_step = max(per_step, 1e-7)
+    k = max(1, math.ceil(settings.sample_min_s / per_step))
+    return (0 if alone else round(settings.settle_s / per_step)), k
+
+
+def _settled(samples: list[list[float]], target_spread: float) -> bool:
+    """Every loop's chunks agree within ``target_spread``, or, with several loops, every
+    two loops' turn-by-turn ratios do."""
+    if all(relative_spread(t) <= target_spread for t in samples):
+        return True
+    ratios = (
+        [x / y for x, y in zip(a, b, strict=True)] for a, b in itertools.combinations(samples, 2)
+    )
+    return len(samples) > 1 and all(relative_spread(r) <= target_spread for r in ratios)

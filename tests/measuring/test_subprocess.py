@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FAST, line_of, model, request, write_model
+from conftest import FAST, REPO, line_of, model, request, write_model
 
 import autoplace
 from autoplace import (
@@ -21,8 +21,6 @@ from autoplace import (
     SubprocessBackend,
 )
 from autoplace.workload import ModelFile
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def measure(backend, name: str, settings=FAST, **kw) -> autoplace.Measurement:
@@ -205,13 +203,13 @@ def test_a_worker_that_died_while_idle_is_replaced() -> None:
     with SubprocessBackend() as backend:
         assert_works(backend)
         starts = backend.starts
-        os.kill(backend._process.pid, signal.SIGKILL)
-        backend._process.wait(timeout=10)
+        os.kill(backend.process.pid, signal.SIGKILL)
+        backend.process.wait(timeout=10)
         m = assert_works(backend)  # neither a ModelFileError from catalog nor a "crash"
         assert backend.starts == starts + 1
         mf = ModelFile.at(model("tiny_mlp"))
-        os.kill(backend._process.pid, signal.SIGKILL)
-        backend._process.wait(timeout=10)
+        os.kill(backend.process.pid, signal.SIGKILL)
+        backend.process.wait(timeout=10)
         direct = backend.measure(request(mf.path, "mlp"))
     assert m.status == direct.status == "ok", direct.reason
 
@@ -227,7 +225,7 @@ def test_jax_config_reaches_the_worker() -> None:
 def test_close_stops_the_worker_and_may_be_called_twice() -> None:
     backend = SubprocessBackend()
     backend.devices()
-    process = backend._process
+    process = backend.process
     assert process.poll() is None
     backend.close()
     assert process.poll() == 0  # told to exit, it exited cleanly

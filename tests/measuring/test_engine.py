@@ -355,10 +355,10 @@ def test_compile_capture_sees_a_compile_in_the_loop(caplog: pytest.LogCaptureFix
 
 def test_engine_compile_counter_counts_real_compiles(inproc: InProcessBackend) -> None:
     # timing_compiles == 0 means something only if the counter sees compiles at all
-    engine = inproc._engine
-    before = engine._compiles
+    engine = inproc.engine
+    before = engine.compiles
     jax.jit(lambda y: y - 7.0)(jnp.ones(3))
-    assert engine._compiles > before
+    assert engine.compiles > before
 
 
 def test_measurement_timed_no_compiles(f32: autoplace.Measurement) -> None:
@@ -513,7 +513,7 @@ def test_a_configuration_compiled_again_is_compiled_for_real(inproc: InProcessBa
     # compile counter and would raise if the compile were a cache hit.
     settings = dataclasses.replace(FAST, seed=7)
     first = measure(inproc, "tiny_mlp", width=40, settings=settings)
-    inproc._engine._executables.clear()
+    inproc.engine.forget_executables()
     again = measure(inproc, "tiny_mlp", width=40, settings=settings)
     assert first.status == again.status == "ok", (first.reason, again.reason)
     assert again.compile_cached is False and again.build_cached is True

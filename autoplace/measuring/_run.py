@@ -1,0 +1,162 @@
+"""One configuration on its way through ``Engine.measure_together``: what it holds, its
+timed chunks of steps, and the one place its :class:`Measurement` is assembled."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import jax
+
+from autoplace.measurement import Measurement, Status
+from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
+from autoplace.measuring._timing import LoopTiming
+from autoplace.settings import MeasureRequest
+
+#: The JAX persistent compilation cache during a measurement: the engine turns it off.
+COMPILE_CACHE = "disabled"
+
+
+@dataclasses.dataclass(slots=True)
+class Run:
+    """One configuration: set up, then timed, then checked.
+
+    Each phase fills in its own figures; those a failed run never reached stay ``None``.
+    Slotted, so that a misspelt name raises at once.
+    """
+
+    request: MeasureRequest
+    fn: Callable
+    width: int | None
+    device: Any
+    failure: ConfigFailure | None = None
+    # --- figures, in the order the phases set them ---
+    build_s: float | None = None
+    build_cached: bool | None = None
+    batch_bytes: int | None = None
+    transfer_s: float | None = None
+    #: The transfer's timing, then each timed loop's share of its group's seconds.
+    timing_s: float | None = None
+    compile_cached: bool | None = None
+    executable: Executable | None = None
+    #: XLA's prediction once compiled, replaced by the device's figure when it has one.
+    peak_bytes: int | None = None
+    peak_bytes_source: Literal["measured", "predicted"] | None = None
+    first_call_s: float | None = None
+    steps: LoopTiming | None = None
+    fed: LoopTiming | None = None
+    finite: bool | None = None
+    deviation_vs_float32: float | None = None
+    reference_s: float | None = None
+    interleaved_with: int | None = None
+    interleave_id: str | None = None
+    timing_compiles: int | None = None
+    # --- what the loops and checks work on, set once the first call has run ---
+    compiled: Any = None
+    host: list[Any] = dataclasses.field(default_factory=list)
+    batch: Any = None
+    state: Any = None
+    out: Any = None
+    train: bool = False
+    first_out: Any = None
+    peak_before: int | None = None
+
+    def chunk(self, k: int, fed: bool = False) -> float:
+        """Run ``k`` steps (putting a fresh host batch on the device each step when
+        ``fed``), block until done, return the seconds. Marks the run failed on a
+        failure of the user's program, and raises it."""
+        what = "running the fed steady-state loop" if fed else "running the steady-state loop"
+        try:
+            with user_phase(what, Path(self.request.model_file)):
+                st, o = self.state, self.out
+                t0 = time.perf_counter()
+                for i in range(k):
+                    b = jax.device_put(self.host[i % 2], self.device) if fed else self.batch
+                    o = self.compiled(st, b)
+                    if self.train:
+                        st = o
+                jax.block_until_ready(o)
+                elapsed = time.perf_counter() - t0
+        except ConfigFailure as failure:
+            self.failure = failure
+            raise
+        self.state, self.out = st, o
+        return elapsed
+
+    def warm(self, fed: bool) -> float:
+        """Warm-up steps (before the first loop only: the fed loop runs the same warm
+        executable), then one timed step: the guess that sizes the chunks."""
+        if not fed:
+            self.chunk(self.request.settings.warmup_steps)
+        return self.chunk(1, fed)
+
+    def result(self) -> Measurement:
+        """The measurement, every field named here; a figure never reached stays ``None``
+        (a sequence, empty). The backend adds ``worker_start_s`` and ``wall_s``."""
+        status, reason = self._status()
+        config, exe, steps, fed = self.request.config, self.executable, self.steps, self.fed
+        samples_per_s, fed_samples_per_s, flops_per_s = self._throughputs()
+        return Measurement(
+            status=status,
+            reason=reason,
+            device=config.device,
+            batch_size=config.batch_size,
+            precision=config.precision,
+            width=self.width,
+            workload=self.request.workload,
+            device_kind=self.device.device_kind,
+            build_s=self.build_s,
+            build_cached=self.build_cached,
+            lower_s=None if exe is None else exe.lower_s,
+            compile_s=None if exe is None else exe.compile_s,
+            compile_cached=self.compile_cached,
+            first_call_s=self.first_call_s,
+            step_s=None if steps is None else steps.step_s,
+            step_spread=None if steps is None else steps.spread,
+            step_samples=None if steps is None else steps.samples,
+            step_chunk_s=() if steps is None else steps.chunk_s,
+            fed_step_s=None if fed is None else fed.step_s,
+            fed_step_spread=None if fed is None else fed.spread,
+            fed_step_chunk_s=() if fed is None else fed.chunk_s,
+            transfer_s=self.transfer_s,
+            batch_bytes=self.batch_bytes,
+            samples_per_s=samples_per_s,
+            fed_samples_per_s=fed_samples_per_s,
+            flops=None if exe is None else exe.flops,
+            flops_per_s=flops_per_s,
+            predicted_bytes=None if exe is None else exe.predicted_bytes,
+            peak_bytes=self.peak_bytes,
+            peak_bytes_source=self.peak_bytes_source,
+            finite=self.finite,
+            compute_dtypes=() if exe is None else exe.compute_dtypes,
+            deviation_vs_float32=self.deviation_vs_float32,
+            timing_s=self.timing_s,
+            reference_s=self.reference_s,
+            timing_compiles=self.timing_compiles,
+            compile_cache=COMPILE_CACHE,
+            interleaved_with=self.interleaved_with,
+            interleave_id=self.interleave_id,
+            worker_start_s=None,
+            wall_s=None,
+        )
+
+    def _status(self) -> tuple[Status, str]:
+        if self.failure is not None:
+            return self.failure.status, self.failure.reason
+        if self.finite:
+            return "ok", ""
+        return "nonfinite", "the step produced NaN or inf"
+
+    def _throughputs(self) -> tuple[float | None, float | None, float | None]:
+        """Samples per second (step and fed) and FLOPs per second. Figured once both loops
+        are timed: a run whose loops both ran goes on to the checks, which they open."""
+        if self.steps is None or self.fed is None or self.executable is None:
+            return None, None, None
+        batch_size, flops = self.request.config.batch_size, self.executable.flops
+        samples_per_s = batch_size / self.steps.step_s
+        fed_samples_per_s = batch_size / self.fed.step_s
+        flops_per_s = None if flops is None else flops / self.steps.step_s
+        return samples_per_s, fed_samples_per_s, flops_per_s

@@ -1,0 +1,183 @@
+"""The set-up phases of one configuration, in the order the engine runs them.
+
+build, host batches, transfer, compile (trace, lower, compile, XLA's analyses), check it
+fits, first call. Each phase takes what the ones before gave and returns its figures;
+the engine (``_engine``) keeps the caches and puts the figures into the run. Code that
+runs the user's workload, or XLA on the user's program, runs inside :func:`user_phase`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autoplace.errors import first_line
+from autoplace.measurement import Status
+from autoplace.measuring._xla import (
+    compute_dtypes,
+    flops_of,
+    median_transfer,
+    memory_limit,
+    predicted_bytes,
+)
+from autoplace.workload import Workload, describe_exception
+
+
+class ConfigFailure(Exception):
+    """A failure that belongs to the configuration: ends the measurement with a status."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status: Status = status
+        self.reason = reason
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
+
+
+@contextlib.contextmanager
+def user_phase(what: str, path: Path) -> Iterator[None]:
+    """Turn an exception raised while ``what`` into a :class:`ConfigFailure`.
+
+    Only code that runs the user's workload, or XLA on the user's program, goes
+    inside: an exception there is the configuration's, not autoplace's.
+    """
+    try:
+        yield
+    except ConfigFailure:
+        raise
+    except Exception as exc:
+        if _is_oom(exc):
+            raise ConfigFailure("oom", f"out of memory while {what}: {first_line(exc)}") from exc
+        raise ConfigFailure("error", f"{what} raised {describe_exception(exc, path)}") from exc
+
+
+@dataclasses.dataclass(slots=True)
+class FirstCall:
+    """The seconds of an executable's first-ever call, set once by the call that made it."""
+
+    seconds: float | None = None
+
+    def record(self, seconds: float) -> float:
+        """Keep ``seconds`` unless a first call was recorded already; return the kept one."""
+        if self.seconds is None:
+            self.seconds = seconds
+        return self.seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class Executable:
+    """What one compile yields, cached with it: a configuration measured again reuses the
+    executable and reports the figures of the compile that made it."""
+
+    compiled: Any
+    lower_s: float
+    compile_s: float
+    compute_dtypes: tuple[str, ...]
+    flops: float | None
+    predicted_bytes: int | None
+    #: The one figure set after the compile: kept in a small mutable holder so that the
+    #: rest stays frozen. A reused executable's first call is not its first ever (that
+    #: one may include lazy device set-up): the first ever is the one reported.
+    first_call: FirstCall = dataclasses.field(default_factory=FirstCall)
+
+
+def build(fn: Callable, width: int | None, precision: str, path: Path) -> tuple[Workload, float]:
+    """Phase 1: the user's workload function called; the workload and the seconds it took."""
+    t = time.perf_counter()
+    with user_phase("building the workload", path):
+        workload = fn(width, jnp.dtype(precision))
+    if not isinstance(workload, Workload):
+        raise ConfigFailure(
+            "error",
+            f"the workload function returned {type(workload).__name__}, not autoplace.Workload",
+        )
+    return workload, time.perf_counter() - t
+
+
+def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
+    """A batch made by the workload, as numpy arrays on the host."""
+    with user_phase("making a batch", path):
+        batch = workload.make_batch(batch_size, np.random.default_rng(seed))
+        return jax.tree.map(np.asarray, batch)
+
+
+def transfer(
+    workload: Workload, host: Any, device: Any, cap_s: float, path: Path
+) -> tuple[Any, Any, float, float]:
+    """Phase 2: the state and the batch ``host`` put on ``device``; then the median seconds
+    of putting the batch there again and again, and the seconds that timing took."""
+    with user_phase("putting the state and a batch on the device", path):
+        state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
+        batch = jax.block_until_ready(jax.device_put(host, device))
+        t = time.perf_counter()
+        transfer_s = median_transfer(host, device, cap_s)
+        return state, batch, transfer_s, time.perf_counter() - t
+
+
+def compile_step(
+    workload: Workload, state: Any, batch: Any, path: Path, compiles: Callable[[], int]
+) -> Executable:
+    """Phases 3-5: the step traced and lowered, compiled, and XLA's analyses of it.
+
+    ``compiles()`` counts the compiles XLA has done: one must happen here, or the
+    compile was a cache hit and ``compile_s`` would not be real.
+    """
+    train = workload.kind == "train"
+
+    def step(state: Any, batch: Any) -> Any:
+        return workload.step(state, batch)
+
+    # A new function object per compile: JAX's tracing caches are keyed on the
+    # function, so the trace and lowering timed below are never a cache hit,
+    # while its caches stay warm for everything else (the user's eager build).
+    jitted = jax.jit(step, donate_argnums=(0,) if train else ())
+    t = time.perf_counter()
+    with user_phase("tracing and lowering the step", path):
+        lowered = jitted.trace(state, batch).lower()
+    lower_s = time.perf_counter() - t
+    dtypes = compute_dtypes(lowered.as_text())
+    compiles_before = compiles()
+    t = time.perf_counter()
+    with user_phase("compiling the step", path):
+        compiled = lowered.compile()
+    compile_s = time.perf_counter() - t
+    if compiles() == compiles_before:
+        raise RuntimeError("the step's compile was a cache hit, so compile_s is not real")
+    return Executable(
+        compiled=compiled,
+        lower_s=lower_s,
+        compile_s=compile_s,
+        compute_dtypes=dtypes,
+        flops=flops_of(compiled),
+        predicted_bytes=predicted_bytes(compiled),
+    )
+
+
+def check_fits(executable: Executable, device: Any, max_memory: int | None) -> None:
+    """Phase 5's verdict: a step XLA predicts over the memory limit is not run."""
+    limit = memory_limit(device, max_memory)
+    predicted = executable.predicted_bytes
+    if predicted is not None and limit is not None and predicted > limit:
+        raise ConfigFailure(
+            "too_big",
+            f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
+        )
+
+
+def first_call(executable: Executable, state: Any, batch: Any, path: Path) -> tuple[Any, float]:
+    """Phase 6: one execution, the batch already on the device. Its output, and the
+    seconds of the executable's first-ever call (this one, unless it was reused)."""
+    t = time.perf_counter()
+    with user_phase("running the first step", path):
+        out = jax.block_until_ready(executable.compiled(state, batch))
+    return out, executable.first_call.record(time.perf_counter() - t)
