@@ -14,7 +14,7 @@ Undecorated files work too: a function named ``workload`` is found by name, and 
 module constants ``WIDTHS`` and ``DEFAULT_WIDTH`` declare its widths.
 
 Loading a file runs the user's code, so autoplace only ever does it inside a
-measurement worker (see :mod:`autoplace.worker`); this module itself imports no JAX.
+measurement worker (see :mod:`autoplace.measuring`); this module itself imports no JAX.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def measure(
     input (missing file, unknown device, ...) raises
     :class:`~autoplace.errors.BadInputError`. Without ``backend``, a worker process
     is started for this call and stopped after it; pass a
-    :class:`~autoplace.worker.SubprocessBackend` to reuse one across calls.
+    :class:`~autoplace.measuring.SubprocessBackend` to reuse one across calls.
     """
     config = Config(device=device, batch_size=batch_size, precision=precision, width=width)
     with contextlib.ExitStack() as stack:

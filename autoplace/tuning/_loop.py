@@ -165,6 +165,9 @@ def tune(
     a duel settles what that leaves open (:mod:`._verdict`). A KeyboardInterrupt ends
     the search early: the result has ``interrupted=True`` and everything measured is
     in the study. See the README for each option.
+
+    (Over 80 lines for its signature alone: one keyword per option of ``autoplace
+    tune``, so that the CLI, launchers and tests make the same call.)
     """
     obj = (
         objective
