@@ -21,6 +21,7 @@ from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.tuning import (
     Climb,
     Grid,
+    GroupEvent,
     Objective,
     Space,
     Strategy,
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigFileError",
     "DeviceInfo",
     "Grid",
+    "GroupEvent",
     "InProcessBackend",
     "MeasureRequest",
     "MeasureSettings",

@@ -198,6 +198,16 @@ MeasureTimeoutOpt = Annotated[
 ]
 
 
+MaxDeviationOpt = Annotated[
+    str,
+    typer.Option(
+        "--max-deviation",
+        help="Never recommend a lower precision whose output strays further from float32's "
+        "(relative; e.g. 5% or 0.05; 'off' to allow any).",
+    ),
+]
+
+
 @app.command()
 def tune(
     model_file: ModelFileArg,
@@ -216,6 +226,7 @@ def tune(
     study: StudyOpt = None,
     out: OutOpt = Path("autoplace.toml"),
     max_memory: MaxMemoryOpt = None,
+    max_deviation: MaxDeviationOpt = "5%",
     remeasure: RemeasureOpt = False,
     search: SearchOpt = "climb",
     measure_timeout: MeasureTimeoutOpt = 300.0,
@@ -225,15 +236,15 @@ def tune(
     from autoplace.settings import MeasureSettings
     from autoplace.tuning import strategy_named
     from autoplace.tuning import tune as run_tune
-    from autoplace.units import parse_ints, parse_list, parse_size
+    from autoplace.units import parse_fraction, parse_ints, parse_list, parse_size
 
     with handle_errors():
         options = dict(
             workload=workload,
-            devices=parse_list(devices) if devices else None,
-            batch_sizes=parse_ints(batch_sizes, "batch sizes") if batch_sizes else None,
-            precisions=parse_list(precisions) if precisions else None,
-            widths=parse_ints(widths, "widths") if widths else None,
+            devices=parse_list(devices, "--devices") if devices is not None else None,
+            batch_sizes=parse_ints(batch_sizes, "batch sizes") if batch_sizes is not None else None,
+            precisions=parse_list(precisions, "--precisions") if precisions is not None else None,
+            widths=parse_ints(widths, "widths") if widths is not None else None,
             objective=objective,
             steps=steps,
             samples=samples,
@@ -244,6 +255,7 @@ def tune(
             study=study,
             out=out,
             max_memory=parse_size(max_memory) if max_memory else None,
+            max_deviation=parse_fraction(max_deviation, "--max-deviation"),
             remeasure=remeasure,
             strategy=strategy_named(search),
             settings=MeasureSettings(timeout_s=measure_timeout),
@@ -253,8 +265,10 @@ def tune(
         else:
             from autoplace.report import tune_progress
 
-            with tune_progress(trials) as on_trial:
-                result = run_tune(model_file, **options, on_trial=on_trial)
+            with tune_progress(trials) as progress:
+                result = run_tune(
+                    model_file, **options, on_trial=progress.trial, on_group=progress.group
+                )
     if as_json:
         from autoplace.report import tune_summary
 
@@ -264,9 +278,10 @@ def tune(
 
         tune_report(result)
     if result.interrupted:
+        partial = f"; the pick so far is in {result.out}" if result.out else ""
         typer.echo(
             f"interrupted: every finished measurement is saved in study {result.study_name!r} "
-            f"({result.storage}); run the same command again to resume",
+            f"({result.storage}){partial}; run the same command again to resume",
             err=True,
         )
         raise typer.Exit(130)

@@ -29,6 +29,20 @@ def parse_size(text: str) -> int:
     return value
 
 
+def parse_fraction(text: str, what: str) -> float | None:
+    """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None`` (no limit)."""
+    t = text.strip().lower()
+    if t in ("off", "none"):
+        return None
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise BadInputError(f"cannot read {what} {text!r}: write e.g. 5% or 0.05, or off") from None
+    if not 0 < value < float("inf"):
+        raise BadInputError(f"{what} must be positive, got {text!r} (or off for no limit)")
+    return value
+
+
 def seconds(value: float | None) -> str:
     """Three significant figures in the largest unit that keeps the number at least 1."""
     if value is None:
@@ -64,11 +78,14 @@ def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
-def parse_list(text: str) -> list[str]:
-    """``"a, b,c"`` -> ``["a", "b", "c"]``."""
+def parse_list(text: str, what: str = "list") -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; an empty one is refused, not taken for the default."""
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise BadInputError(f"empty list {text!r}: give comma-separated values")
+        raise BadInputError(
+            f"empty {what} {text!r}: give comma-separated values, or leave the option out "
+            "for its default"
+        )
     return items
 
 
@@ -80,20 +97,30 @@ def parse_ints(text: str, what: str) -> list[int]:
             low, high = int(low_text), int(high_text)
             if low < 1 or high < low:
                 raise ValueError
-            values, v = [], 1
-            while v <= high:
-                if v >= low:
-                    values.append(v)
-                v *= 2
-            if not values:
-                raise ValueError
-            return values
-        values = [int(t) for t in parse_list(text)]
+        else:
+            values = [int(t) for t in parse_list(text, what)]
     except ValueError:
         raise BadInputError(
             f"cannot read {what} {text!r}: give a list like 16,32,64 or a range like 8..1024 "
             "(powers of two)"
         ) from None
+    if ".." in text:
+        if not (_power_of_two(low) and _power_of_two(high)):
+            raise BadInputError(
+                f"{what} {text!r}: a range runs from a power of two to a power of two (the "
+                f"nearest inside it: {_next_power(low)}..{_next_power(high + 1) // 2}); "
+                "for other sizes give a list like 3,10,100"
+            )
+        return [2**i for i in range(low.bit_length() - 1, high.bit_length())]
     if any(v < 1 for v in values):
         raise BadInputError(f"{what} must be at least 1, got {text!r}")
     return values
+
+
+def _power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def _next_power(n: int) -> int:
+    """The smallest power of two at least ``n``."""
+    return 1 << max(0, n - 1).bit_length()

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from autoplace.errors import ModelFileError, first_line
+from autoplace.errors import BadInputError, ModelFileError, first_line
 
 Kind = Literal["train", "infer"]
 
@@ -79,6 +79,19 @@ class WorkloadInfo:
     doc: str = ""
     #: Batch sizes the tuner searches by default (empty: autoplace's default list).
     batch_sizes: tuple[int, ...] = ()
+
+
+def check_width(width: int, declared: Sequence[int]) -> None:
+    """Refuse a width the model file does not declare: its workload function was never
+    written for it (the decorator's ``widths``, or the file's ``WIDTHS``)."""
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise BadInputError(f"width must be a whole number of at least 1, got {width!r}")
+    if width not in declared:
+        offered = ", ".join(map(str, declared)) if declared else "none"
+        raise BadInputError(
+            f"width {width} is not one the model file declares ({offered}): pick one of "
+            "those, or add it to @autoplace.workload(widths=...) (or WIDTHS) in the file"
+        )
 
 
 def workload(

@@ -56,6 +56,9 @@ WORKLOADS = {
     "vgg": ("studies/vgg_predict.py", "vgg"),
     "lstm": ("studies/lstm_classifier.py", "lstm"),
     "classify": ("studies/single_image.py", "classify"),
+    # curves that fooled a one-peak search: an early peak, falling away (see the file)
+    "encoder": ("benchmarks/curved_workloads.py", "encoder"),
+    "mixer": ("benchmarks/curved_workloads.py", "mixer"),
 }
 
 
@@ -89,6 +92,7 @@ def full_grid(model: Path, workload: str) -> tuple[dict[Config, autoplace.Measur
             None,
             None,
             available=backend.devices(),
+            declared_widths=info.widths,
             default_width=info.default_width,
             default_batches=info.batch_sizes or DEFAULT_BATCH_SIZES,
         )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import statistics
 from collections.abc import Callable
 
-from autoplace import BadInputError, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+from autoplace import BadInputError, Config, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
 
 #: Per-sample seconds by precision and per-step overhead by device.
 PER_SAMPLE = {"float32": 2e-6, "bfloat16": 1.5e-6, "float16": 4e-6}
@@ -56,7 +57,8 @@ class SyntheticBackend:
     lucky or unlucky draw); ``turn_noise`` is each fed loop's own jitter per turn
     when measured together (fresh in every call); ``group_drift`` maps the n-th
     ``measure_together`` call (from 1) to a factor on the step times of all its
-    configurations: a slow spell.
+    configurations: a slow spell; ``deviation`` gives a lower precision's deviation from
+    float32 (when the request asks for it; 0.1% otherwise).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class SyntheticBackend:
         slowdown: Callable[[MeasureRequest], float] | None = None,
         turn_noise: float = 0.01,
         group_drift: Callable[[int], float] | None = None,
+        deviation: Callable[[MeasureRequest], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -76,6 +79,7 @@ class SyntheticBackend:
         self._slowdown = slowdown
         self.turn_noise = turn_noise
         self._group_drift = group_drift
+        self._deviation = deviation
         self._drift = 1.0
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` call.
@@ -134,8 +138,17 @@ class SyntheticBackend:
             peak_bytes=predicted,
             peak_bytes_source="predicted",
             finite=True,
+            deviation_vs_float32=self._deviation_of(request),
             **base,
         )
+
+    def _deviation_of(self, request: MeasureRequest) -> float | None:
+        """The deviation from float32 when the request asks for one (0 for float32)."""
+        if not request.settings.deviation:
+            return None
+        if request.config.precision == "float32":
+            return 0.0
+        return self._deviation(request) if self._deviation else 0.001
 
     def measure_together(self, requests: list[MeasureRequest]) -> list[Measurement]:
         """Each fed loop timed in ``TURNS`` turns: a drift common to the group (what
@@ -190,3 +203,45 @@ def best_by_formula(configs, objective) -> Measurement:
         m = dataclasses.replace(backend.measure(req))
         scored.append((objective.score(m), m))
     return max(scored, key=lambda s: objective.key(s[0]))[1]
+
+
+def shape(peaks: dict[int, float]):
+    """A throughput curve over log2(batch): straight lines between the given points."""
+    xs = sorted(peaks)
+
+    def curve(c: Config) -> float:
+        b = c.batch_size
+        lo = max((x for x in xs if x <= b), default=xs[0])
+        hi = min((x for x in xs if x >= b), default=xs[-1])
+        if lo == hi:
+            return peaks[lo]
+        t = (math.log2(b) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+        return peaks[lo] + t * (peaks[hi] - peaks[lo])
+
+    return curve
+
+
+#: Curves a one-peak search is fooled by, and the batch each peaks at. Throughput, in
+#: units of the best: a search must find the exact best batch of each.
+SHAPES = {
+    "two peaks, the small one higher": ({1: 0.3, 16: 1.0, 128: 0.5, 1024: 0.9, 4096: 0.4}, 16),
+    "two peaks, the large one higher": ({1: 0.3, 8: 0.85, 64: 0.4, 1024: 1.0, 4096: 0.6}, 1024),
+    "an early peak falling away": ({1: 0.4, 16: 1.0, 32: 0.98, 256: 0.5, 4096: 0.2}, 16),
+    "a plateau": ({1: 0.2, 64: 1.0, 1024: 1.0, 4096: 0.7}, None),
+    "a cliff after the best": ({1: 0.1, 512: 1.0, 1024: 0.45, 4096: 0.4}, 512),
+    "the best at the smallest batch": ({1: 1.0, 4096: 0.2}, 1),
+    "the best at the largest batch": ({1: 0.01, 4096: 1.0}, 4096),
+    "a dip in the middle": ({1: 0.5, 4: 0.95, 32: 0.5, 256: 0.6, 2048: 1.0, 4096: 0.97}, 2048),
+}
+
+
+def shaped(points: dict[int, float]) -> Callable[[MeasureRequest], float]:
+    """A ``slowdown`` that gives the synthetic backend the throughput curve ``points``
+    (see :func:`shape`) at every device and precision."""
+    curve = shape(points)
+
+    def slowdown(request: MeasureRequest) -> float:
+        c = request.config
+        return c.batch_size / curve(c) / step_time(c.device, c.batch_size, c.precision) * 1e-6
+
+    return slowdown

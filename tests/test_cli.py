@@ -57,6 +57,14 @@ TINY = str(model("tiny_mlp"))
         (["measure", TINY, "-b", "4", "--max-memory", "0"], ["size must be positive"]),
         (["measure", TINY, "-b", "4", "--timeout", "0"], ["timeout must be positive"]),
         (["measure", TINY, "-b", "4", "--bogus"], ["--bogus"]),
+        (["tune", TINY, "--precisions", ""], ["empty --precisions ''"]),
+        (["tune", TINY, "--devices", " , "], ["empty --devices"]),
+        (["tune", TINY, "--batch-sizes", "3..100"], ["'3..100'", "power of two", "4..64"]),
+        (["tune", TINY, "--samples", "100"], ["--samples only count", "throughput ignores"]),
+        (
+            ["tune", TINY, "--objective", "latency", "--steps", "5", "--epochs", "2"],
+            ["--steps and --epochs only count"],
+        ),
         (["bogus"], ["bogus"]),
     ],
     ids=[
@@ -74,6 +82,11 @@ TINY = str(model("tiny_mlp"))
         "zero max memory",
         "zero timeout",
         "unknown option",
+        "empty precisions",
+        "empty devices",
+        "range not of powers of two",
+        "samples for throughput",
+        "steps for latency",
         "unknown command",
     ],
 )
@@ -84,6 +97,35 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 # These need the worker to import the model file or list the devices.
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["measure", TINY, "-b", "4", "--width", "100"],
+         ["width 100 is not one the model file declares (8, 24, 32, 40)"]),
+        (["tune", TINY, "--widths", "8,100", "--trials", "1"], ["width 100 is not one"]),
+        (["measure", str(model("returns_dict")), "-b", "4"], ["returned dict"]),
+        (["measure", str(model("short_batch")), "-b", "8"], ["an array of 7 rows, not 8"]),
+        (["measure", str(model("device_batch")), "-b", "8"], ["returned JAX arrays"]),
+    ],
+    ids=["undeclared width", "undeclared width in tune", "not a Workload", "short batch",
+         "batch on a device"],
+)  # fmt: skip
+def test_a_broken_model_file_contract_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], fragments: list[str]
+) -> None:
+    if args[0] == "tune":
+        args = [*args, "--storage", str(tmp_path / "s.db"), "--out", str(tmp_path / "a.toml")]
+    assert_one_line_error(*run_cli(capsys, *args), *fragments)
+
+
+def test_max_memory_too_small_says_so_in_units_that_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_cli(capsys, "measure", TINY, "-b", "4", "--max-memory", "1KiB", "--json")
+    assert code == 1
+    assert "over the 1.0 KiB limit" in json.loads(out)["reason"]
 
 
 def test_syntax_error_names_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoplace.errors import BadInputError
-from autoplace.units import parse_size, percent, rate, seconds, size
+from autoplace.units import parse_ints, parse_list, parse_size, percent, rate, seconds, size
 
 
 @pytest.mark.parametrize(
@@ -125,3 +125,18 @@ def test_percent(value: float | None, text: str) -> None:
 def test_parse_size_round_trips_through_size() -> None:
     assert size(parse_size("512MiB")) == "512.0 MiB"
     assert size(parse_size("8GiB")) == "8.0 GiB"
+
+
+def test_a_range_runs_between_powers_of_two_and_a_list_may_be_anything() -> None:
+    assert parse_ints("4..64", "batch sizes") == [4, 8, 16, 32, 64]
+    assert parse_ints("1..1", "batch sizes") == [1]
+    assert parse_ints("3,10,100", "batch sizes") == [3, 10, 100]
+    with pytest.raises(BadInputError, match=r"'3\.\.100'.*nearest inside it: 4\.\.64"):
+        parse_ints("3..100", "batch sizes")
+    with pytest.raises(BadInputError, match="empty widths"):
+        parse_ints(" ,", "widths")
+
+
+def test_an_empty_list_is_refused_not_taken_for_the_default() -> None:
+    with pytest.raises(BadInputError, match="empty --precisions ''"):
+        parse_list("", "--precisions")

@@ -141,7 +141,7 @@ def test_find_workloads_in_the_example_model() -> None:
     path = model("tiny_mlp")
     found = find_workloads(import_model_file(path), path)
     assert list(found) == ["mlp"]
-    assert found["mlp"][0].widths == (8, 32)
+    assert found["mlp"][0].widths == (8, 24, 32, 40)
     assert found["mlp"][0].default_width == 8
 
 

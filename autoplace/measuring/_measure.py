@@ -12,7 +12,7 @@ from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Backend
 from autoplace.measuring._subprocess import SubprocessBackend
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.workload import ModelFile, WorkloadInfo, pick_workload
+from autoplace.workload import ModelFile, WorkloadInfo, check_width, pick_workload
 
 
 def resolve_workload(
@@ -57,7 +57,9 @@ def measure(
             backend = stack.enter_context(SubprocessBackend())
         mf, info = resolve_workload(backend, model_file, workload)
         check_device(backend.devices(), config.device)
-        if config.width is None and info.default_width is not None:
+        if config.width is not None:
+            check_width(config.width, info.widths)
+        elif info.default_width is not None:
             config = Config(config.device, config.batch_size, config.precision, info.default_width)
         request = MeasureRequest(
             model_file=str(mf.path),

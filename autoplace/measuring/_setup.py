@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autoplace.errors import first_line
+from autoplace.errors import ModelFileError, first_line
 from autoplace.measurement import Status
 from autoplace.measuring._xla import (
     compute_dtypes,
@@ -28,6 +28,7 @@ from autoplace.measuring._xla import (
     memory_limit,
     predicted_bytes,
 )
+from autoplace.units import size
 from autoplace.workload import Workload, describe_exception
 
 
@@ -97,18 +98,41 @@ def build(fn: Callable, width: int | None, precision: str, path: Path) -> tuple[
     with user_phase("building the workload", path):
         workload = fn(width, jnp.dtype(precision))
     if not isinstance(workload, Workload):
-        raise ConfigFailure(
-            "error",
-            f"the workload function returned {type(workload).__name__}, not autoplace.Workload",
+        raise ModelFileError(
+            f"the workload function in {path} returned {type(workload).__name__}, not "
+            "autoplace.Workload: end it with `return autoplace.Workload(state=..., step=..., "
+            "make_batch=...)`"
         )
     return workload, time.perf_counter() - t
 
 
 def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
-    """A batch made by the workload, as numpy arrays on the host."""
+    """A batch made by the workload, as numpy arrays on the host.
+
+    Raises :class:`~autoplace.errors.ModelFileError` when ``make_batch`` breaks its
+    contract (host arrays, leading axis the batch size): a batch already on a device
+    would make the transfer time nothing, and a short one overstate samples/s.
+    """
     with user_phase("making a batch", path):
         batch = workload.make_batch(batch_size, np.random.default_rng(seed))
-        return jax.tree.map(np.asarray, batch)
+    leaves = jax.tree.leaves(batch)
+    if not leaves:
+        raise ModelFileError(f"make_batch in {path} returned no arrays: return numpy arrays")
+    if any(isinstance(leaf, jax.Array) for leaf in leaves):
+        raise ModelFileError(
+            f"make_batch in {path} returned JAX arrays: return numpy arrays (host memory), "
+            "so that autoplace times putting them on the device (np.asarray(x) converts)"
+        )
+    with user_phase("making a batch", path):
+        batch = jax.tree.map(np.asarray, batch)
+    rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(batch)}
+    wrong = sorted(("a scalar" if r is None else f"{r} rows") for r in rows - {batch_size})
+    if wrong:
+        raise ModelFileError(
+            f"make_batch({batch_size}, rng) in {path} returned an array of {' and '.join(wrong)}"
+            f", not {batch_size}: every array of a batch has batch_size rows (leading axis)"
+        )
+    return batch
 
 
 def transfer(
@@ -170,7 +194,7 @@ def check_fits(executable: Executable, device: Any, max_memory: int | None) -> N
     if predicted is not None and limit is not None and predicted > limit:
         raise ConfigFailure(
             "too_big",
-            f"XLA predicts {predicted / 2**20:.1f} MiB, over the {limit / 2**20:.1f} MiB limit",
+            f"XLA predicts {size(predicted)}, over the {size(limit)} limit",
         )
 
 

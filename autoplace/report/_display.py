@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -71,16 +71,60 @@ def _score_text(score: float | None, unit: str) -> str:
     return f"{units.rate(score)} {unit}"
 
 
-@contextlib.contextmanager
-def tune_progress(budget: int | None) -> Iterator[Callable[[Any], None]]:
-    """A progress bar on stderr; yields the callback ``tune`` calls after each trial.
+def _config_text(c: Any) -> str:
+    width = "" if c.width is None else f" width={c.width}"
+    return f"{c.device} b={c.batch_size} {c.precision}{width}"
 
-    Only on a terminal: in logs and pipes a live display is noise (and its last
-    refresh would put a blank line before an error message).
+
+class TuneProgress:
+    """What the terminal shows while ``tune`` runs: ``group`` and ``trial`` are its
+    ``on_group`` and ``on_trial`` callbacks.
+
+    On a terminal, one live line on stderr: what is being measured, in which phase,
+    and the best so far. Elsewhere (a log, CI, ``nohup``, a launcher's pipe), one plain
+    line per finished measurement, written as it finishes.
     """
+
+    def __init__(self, console: Console, progress: Progress | None) -> None:
+        self._console, self._progress = console, progress
+        self._task = progress.add_task("starting the worker…") if progress else None
+        self._best, self._done = "", 0
+
+    def group(self, event: Any) -> None:
+        if self._progress is None:
+            return
+        shown = ", ".join(_config_text(c) for c in event.configs[:2])
+        more = f" +{len(event.configs) - 2}" if len(event.configs) > 2 else ""
+        self._progress.update(
+            self._task,  # type: ignore[arg-type]
+            completed=event.new_trials,
+            description=f"{event.phase.value}: measuring {shown}{more}  {self._best}",
+        )
+
+    def trial(self, event: Any) -> None:
+        if event.best is not None:
+            score = _score_text(event.best.score, event.objective.unit)
+            self._best = f"best: {_config_text(event.best.config)} ({score})"
+        m, self._done = event.measurement, self._done + 1
+        if self._progress is not None:
+            self._progress.update(self._task, completed=event.new_trials)  # type: ignore[arg-type]
+            return
+        result = _score_text(event.score, event.objective.unit) if m.status == "ok" else m.status
+        self._console.print(
+            f"{self._done:4d} {event.phase.value:7} {_config_text(m)}: {result}"
+            f"{'' if m.status == 'ok' else ' (' + m.reason + ')'}  {self._best}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+@contextlib.contextmanager
+def tune_progress(budget: int | None) -> Iterator[TuneProgress]:
+    """Progress on stderr while ``tune`` runs (see :class:`TuneProgress`)."""
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield lambda event: None
+        yield TuneProgress(console, None)
         return
     columns = [
         SpinnerColumn(),
@@ -89,20 +133,9 @@ def tune_progress(budget: int | None) -> Iterator[Callable[[Any], None]]:
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     ]
+    # transient: the live line goes once the tune ends, before its report
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting the worker…", total=budget)
-
-        def on_trial(event: Any) -> None:
-            m = event.measurement
-            last = f"last: {m.device} b={m.batch_size} {m.precision} {m.status}"
-            best = ""
-            if event.best is not None:
-                b = event.best.measurement
-                score = _score_text(event.best.score, event.objective.unit)
-                best = f"best: {b.device} b={b.batch_size} {b.precision} ({score})"
-            progress.update(task, completed=event.new_trials, description=f"{best}  {last}")
-
-        yield on_trial
+        yield TuneProgress(console, progress)
 
 
 def tune_summary(result: TuneResult) -> dict[str, Any]:
@@ -122,6 +155,8 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
         "measured": len(result.measurements),
         "space_size": len(result.space),
         "failed": {m.label(): r.reason for m, r in result.measurements.items() if r.status != "ok"},
+        "ended_arms": doc["study"]["ended_arms"],
+        "inaccurate_arms": doc["study"]["inaccurate_arms"],
         "interrupted": result.interrupted,
         "out": str(result.out) if result.out else None,
     }
@@ -138,7 +173,8 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     )
     several_widths = len(result.space.widths) > 1
     columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
-    columns += [obj.unit if obj.unit != "s" else "seconds", "step", "±", "compile", "memory"]
+    step_label = "fed step" if obj.loop == "fed" else "step"
+    columns += [obj.unit if obj.unit != "s" else "seconds", step_label, "±", "compile", "memory"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("device", "precision") else "right")
     for i, s in enumerate(result.per_device_precision):
@@ -148,7 +184,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         cells += [str(m.width)] if several_widths else []
         cells += [
             units.seconds(s.score) if obj.unit == "s" else units.rate(s.score),
-            units.seconds(m.step_s),
+            units.seconds(m.fed_step_s if obj.loop == "fed" else m.step_s),
             units.percent(spread),
             units.seconds(m.compile_s),
             units.size(m.peak_bytes),
@@ -156,15 +192,24 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         table.add_row(*cells, style="bold green" if i == 0 else None)
     console.print(table)
     failed = [m for m in result.measurements.values() if m.status != "ok"]
+    failures = f", {len(failed)} of them failed" if failed else ""
     console.print(
-        f"{len(result.measurements)} of {len(result.space)} configurations measured "
-        f"({result.new_trials} new this run, {len(failed)} failed) — study "
-        f"[bold]{result.study_name}[/] in {result.storage}"
+        f"{len(result.measurements)} of {len(result.space)} configurations measured{failures}; "
+        f"{result.new_trials} measurements this run (references and confirmations included) "
+        f"— study [bold]{result.study_name}[/] in {result.storage}"
     )
-    for m in failed[:8]:
+    ended = result.standing.ended
+    for (device, precision, width), why in ended.items():
+        shown = f"{device} {precision}" + ("" if width is None else f" width {width}")
+        console.print(f"  [red]{shown}[/]: {why}, not tried further", highlight=False)
+    for (device, precision, width), why in result.standing.inaccurate.items():
+        shown = f"{device} {precision}" + ("" if width is None else f" width {width}")
+        console.print(f"  [yellow]{shown}[/]: {why}: not recommended", highlight=False)
+    rest = [m for m in failed if (m.device, m.precision, m.width) not in ended]
+    for m in rest[:8]:
         console.print(f"  [red]{m.status}[/] {m.device} b={m.batch_size} {m.precision}: {m.reason}")
-    if len(failed) > 8:
-        console.print(f"  … and {len(failed) - 8} more (see --json)")
+    if len(rest) > 8:
+        console.print(f"  … and {len(rest) - 8} more (see --json)")
     if result.best is None:
         console.print("[red]no configuration ran successfully: nothing to recommend[/]")
         return
@@ -193,7 +238,12 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     if tie:
         console.print(tie)
     if result.out:
-        console.print(f"recommendation written to [bold]{result.out}[/]")
+        what = (
+            "the pick so far (interrupted) written"
+            if result.interrupted
+            else "recommendation written"
+        )
+        console.print(f"{what} to [bold]{result.out}[/]")
 
 
 #: Why a winner that does not score best can lead (see ``autoplace.tuning._verdict.preference``).
@@ -288,6 +338,15 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
             f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
             f"{pw['precision']} — {_score_text(pw['figures'].get('score'), obj.get('unit', ''))}"
         )
+    for key, verdict in (
+        ("ended_arms", "not tried further"),
+        ("inaccurate_arms", "not recommended"),
+    ):
+        for arm in doc["study"].get(key, []):
+            arm_text = f"{arm['device']} {arm['precision']}" + (
+                f" width {arm['width']}" if "width" in arm else ""
+            )
+            console.print(f"[red]{arm_text}[/]: {arm['reason']}, {verdict}", highlight=False)
     study, fp = doc["study"], doc.get("fingerprint", {})
     sw = fp.get("software", {})
     console.print(

@@ -13,7 +13,7 @@ from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
 from autoplace.tuning._grid import Grid
-from autoplace.tuning._loop import TrialEvent, TuneResult, tune
+from autoplace.tuning._loop import GroupEvent, TrialEvent, TuneResult, partial_path, tune
 from autoplace.tuning._objectives import (
     OBJECTIVES,
     Objective,
@@ -49,6 +49,7 @@ __all__ = [
     "Climb",
     "Comparison",
     "Grid",
+    "GroupEvent",
     "Objective",
     "Phase",
     "Scored",
@@ -66,6 +67,7 @@ __all__ = [
     "lower_bound",
     "make_objective",
     "margin",
+    "partial_path",
     "phase_settings",
     "rank",
     "standing",

@@ -1,35 +1,41 @@
-"""Climb, the default search: screen every arm, climb the leader, then try the rest where it peaked.
+"""Climb, the default search: screen every arm, cover the leader's whole range coarsely,
+refine around every peak the noise cannot rule out, then try the rest where it peaked.
 
-An *arm* is a (device, precision, width). For a fixed arm the score as a function
-of log2(batch size) is usually unimodal (per-step overheads dominate small batches,
-memory and cache pressure large ones), and arms on one device tend to peak at
-similar batch sizes. The *leader* is the arm with the best score; its *anchor* is
-its smallest batch scoring within ``noise`` of its best (as good, and cheaper). Only
-one arm per device, the one measured most, *explores*: steps marked (explores) skip
-a leader that does not. :meth:`Climb.propose` runs the steps in order and returns the
-first non-empty group (at most :data:`MAX_GROUP`, measured together); none: done.
+An *arm* is a (device, precision, width). A score need not be unimodal in the batch
+size: per-step overheads dominate small batches and memory and cache pressure large
+ones, but a CPU can peak at a batch small enough for its caches and again at a large
+one, a transformer can peak early and fall away, a cliff can follow the best batch.
+So the search assumes no shape: it looks at the whole range, coarsely, before it
+refines. Arms on one device do tend to peak at similar batch sizes, so only one arm
+per device, the one measured most, *explores* (steps marked so skip a leader that
+does not). The *leader* is the arm with the best score; its *anchor* is its smallest
+batch scoring within ``noise`` of its best (as good, and cheaper). :meth:`Climb.propose`
+runs the steps in order and returns the first non-empty group (at most
+:data:`MAX_GROUP`, measured together); none: done.
 
 1. :func:`screen`: measure every arm at one start batch, together (for throughput,
-   a third of the way down from the largest batch); an arm whose screen failed
-   then tries the largest batch below its failures.
-2. :func:`bracket` (explores): measure the leader two batch steps (x4) above and
-   below its best, together, on each side where it has measured nothing yet (one
-   step where two is not free).
-3. :func:`jump` (explores): while the leader's anchor is the largest (or the
-   smallest) batch it has measured, jump on from it by two batch steps.
-4. :func:`neighbours`: measure the leader one batch step either side of its best.
-5. :func:`sweep` (explores): step the leader down one batch at a time while its
-   smallest measured batch scores within ``sweep`` of its best (small batches are
-   cheap, and a CPU can peak again at a batch small enough for its caches).
-6. :func:`at_anchor`: measure every other arm at the leader's anchor, together,
+   a third of the way down from the largest batch); an arm whose screen failed then
+   tries its smallest batch (the cheapest; a failure that shows there too, whatever the
+   batch, ends the arm).
+2. :func:`cover` (explores): measure the leader every second batch step (x4) across
+   the whole range, and at both ends, smallest batches first (they are the cheapest).
+3. :func:`peaks`: measure the leader one batch step either side of every local
+   maximum of its scores within ``reach`` of its best: every peak the noise cannot
+   rule out, until each is measured on both sides.
+4. :func:`gaps` (explores): measure the leader between two batches of the cover
+   where the better of them scores within ``gap`` of its best: a narrow peak (a
+   batch that fits a CPU's caches) can hide there.
+5. :func:`at_anchor`: measure every other arm at the leader's anchor, together,
    unless the leader beats it by more than ``drop`` at every batch both have
    measured (emulated precisions on a CPU can run at half speed or less).
-7. :func:`refine`: measure one step either side of the best batch of every other
+6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
 
-A failure (``None``: out of memory, too big) at a batch rules out that batch and
-every larger one for that arm. Which score is better is the objective's business
-(:meth:`Objective.key`, :meth:`Objective.gain`), so no step depends on the direction.
+A failure (``None``: out of memory, too big, a timeout) at a batch rules out that
+batch and every larger one for that arm; arms whose failures do not depend on the
+batch size never reach the strategy (see ``_failures``). Which score is better is
+the objective's business (:meth:`Objective.key`, :meth:`Objective.gain`), so no step
+depends on the direction.
 """
 
 from __future__ import annotations
@@ -57,11 +63,12 @@ class Climb:
         start_batch: the batch size arms are screened at (the nearest in the space).
             ``None``: a third of the way down from the largest batch (in log2) for
             throughput, which usually rises with batch size; the middle otherwise.
-        noise: relative score difference treated as measurement noise.
-        reach: an arm whose score at the leader's best batch is further than this
-            behind the best is not refined.
-        sweep: the leader is measured at ever smaller batches while its smallest
-            measured batch scores within this of its best.
+        noise: relative score difference treated as measurement noise (the anchor is
+            the smallest batch within it of the best).
+        reach: a peak (of the leader), or an arm, further than this behind the best
+            is not refined: the noise rules it out.
+        gap: a batch between two of the cover's is measured when the better of the two
+            scores within this of the best: a narrow peak could hide there.
         drop: an arm the leader beats by more than this at every batch both have
             measured is not tried at the leader's anchor (0.5: at 1.5 times the speed).
     """
@@ -69,7 +76,7 @@ class Climb:
     start_batch: int | None = None
     noise: float = 0.05
     reach: float = 0.10
-    sweep: float = 1 / 3
+    gap: float = 1 / 3
     drop: float = 0.5
 
     def propose(
@@ -83,7 +90,7 @@ class Climb:
         if not ranked:
             return ()  # nothing ran at any batch size
         leader = _Leader.of(view, ranked)
-        for step in (bracket, jump, neighbours, sweep, at_anchor, refine):
+        for step in (cover, peaks, gaps, at_anchor, refine):
             group = step(view, leader)
             if group:
                 return group
@@ -190,7 +197,7 @@ class _View:
 class _Leader:
     """The arm with the best score, and what the steps need to know about it. ``explores``: it
     was measured at least as often as every other arm on its device (arms on one device peak
-    at similar batches, so only such an arm is bracketed, jumped and swept)."""
+    at similar batches, so only such an arm is covered across the whole range)."""
 
     arm: Arm
     best: int  # the batch index of its best score
@@ -210,8 +217,9 @@ class _Leader:
 
 
 def screen(view: _View) -> Group:
-    """Measure every arm with no score at the start batch, together; once none is left
-    to screen, each arm still without a score tries the batch below its smallest failure."""
+    """Measure every arm with no score at the start batch, together; once none is left to
+    screen, each arm still without a score tries its smallest batch: the cheapest, and where
+    a failure that does not depend on the batch size shows again and ends the arm."""
     first = _group(
         view.config(arm, view.start)
         for arm in view.arms
@@ -220,59 +228,58 @@ def screen(view: _View) -> Group:
     if first:
         return first
     return _group(
-        view.config(arm, view.ceiling[arm] - 1)
-        for arm in view.arms
-        if not view.table[arm] and view.free(arm, view.ceiling[arm] - 1)
+        view.config(arm, 0) for arm in view.arms if not view.table[arm] and view.free(arm, 0)
     )
 
 
-def bracket(view: _View, leader: _Leader) -> Group:
-    """Measure the exploring leader two batch steps above and below its best (one if two is
-    not free), together, on each side where nothing has been measured yet."""
+def cover(view: _View, leader: _Leader) -> Group:
+    """Measure the exploring leader every second batch step across the whole range (counted
+    from the start batch), and at the smallest and largest batch, smallest first; past its
+    largest measured batch one at a time, so that none is tried above an unknown failure."""
     if not leader.explores:
         return ()
-    measured, i = view.table[leader.arm], leader.best
-    sides = ((max(measured) > i, (i + 2, i + 1)), (min(measured) < i, (i - 2, i - 1)))
+    arm, last = leader.arm, len(view.batches) - 1
+    coarse = {i for i in range(len(view.batches)) if (i - view.start) % 2 == 0} | {0, last}
+    known = max(view.table[arm])
+    below = [i for i in sorted(coarse) if i <= known and view.free(arm, i)]
+    above = [i for i in sorted(coarse) if i > known and view.free(arm, i)][:1]
+    return _group(view.config(arm, i) for i in below + above)
+
+
+def peaks(view: _View, leader: _Leader) -> Group:
+    """Measure the leader one batch step either side of each local maximum of its scores
+    (no measured neighbour scores better) within ``reach`` of its best, best peaks first."""
+    measured, key = view.table[leader.arm], view.objective.key
+    order = sorted(measured)
     found = []
-    for seen, jumps in sides:
-        j = next((j for j in jumps if view.free(leader.arm, j)), None)
-        if not seen and j is not None:
-            found.append(view.config(leader.arm, j))
-    return _group(found)
+    for n, i in enumerate(order):
+        beaten = any(key(measured[j]) > key(measured[i]) for j in order[max(0, n - 1) : n + 2])
+        if not beaten and view.objective.gain(leader.score, measured[i]) <= view.settings.reach:
+            found.append(i)
+    found.sort(key=lambda i: -key(measured[i]))
+    return _group(
+        view.config(leader.arm, j)
+        for i in found
+        for j in (i + 1, i - 1)
+        if view.free(leader.arm, j)
+    )
 
 
-def jump(view: _View, leader: _Leader) -> Group:
-    """While the exploring leader's anchor is its largest measured batch, measure two batch steps
-    above it (one if two is not free); else, while it is its smallest, below it."""
+def gaps(view: _View, leader: _Leader) -> Group:
+    """Measure the exploring leader at each batch left out between two measured ones, when
+    the better of the two scores within ``gap`` of the best, best gaps first: a narrow peak
+    (a CPU's caches) can hide between two batches of the cover."""
     if not leader.explores:
         return ()
-    measured, i = view.table[leader.arm], leader.anchor
-    # Upward this cannot fire after bracket (an anchor at the top is the best); kept for symmetry.
-    for edge, steps in ((max(measured), (2, 1)), (min(measured), (-2, -1))):
-        if i == edge:
-            for step in steps:
-                if view.free(leader.arm, i + step):
-                    return (view.config(leader.arm, i + step),)
-    return ()
-
-
-def neighbours(view: _View, leader: _Leader) -> Group:
-    """Measure the leader one batch step above and below its best, together."""
-    return _group(view.around_best(leader.arm))
-
-
-def sweep(view: _View, leader: _Leader) -> Group:
-    """Measure the exploring leader one batch below its smallest measured one while that
-    scores within ``sweep`` of its best: cheap, and a CPU can peak again once batches fit its
-    caches."""
-    if not leader.explores:
-        return ()
-    measured = view.table[leader.arm]
-    low = min(measured)
-    close = view.objective.gain(leader.score, measured[low]) <= view.settings.sweep
-    if close and view.free(leader.arm, low - 1):
-        return (view.config(leader.arm, low - 1),)
-    return ()
+    measured, arm, key = view.table[leader.arm], leader.arm, view.objective.key
+    order = sorted(measured)
+    found = []
+    for lo, hi in itertools.pairwise(order):
+        better = max(measured[lo], measured[hi], key=key)
+        if hi - lo == 2 and view.objective.gain(leader.score, better) <= view.settings.gap:
+            found.append((key(better), lo + 1))
+    found.sort(reverse=True)
+    return _group(view.config(arm, i) for _, i in found if view.free(arm, i))
 
 
 def at_anchor(view: _View, leader: _Leader) -> Group:

@@ -51,6 +51,14 @@ def build_document(
             "measured": sum(1 for m in figures.values() if m.status == "ok"),
             "failed": sum(1 for m in figures.values() if m.status != "ok"),
             "space_size": len(space),
+            "ended_arms": [
+                {"device": d, "precision": p, "width": w, "reason": why}
+                for (d, p, w), why in standing.ended.items()
+            ],
+            "inaccurate_arms": [
+                {"device": d, "precision": p, "width": w, "reason": why}
+                for (d, p, w), why in standing.inaccurate.items()
+            ],
         },
         "search_space": {
             "devices": list(space.devices),

@@ -50,6 +50,7 @@ from autoplace.study import (
 )
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
+from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._objectives import Objective, make_objective
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
 from autoplace.tuning._phases import Phase, phase_settings
@@ -69,8 +70,18 @@ _NO_LIMIT = 2**40
 
 
 @dataclasses.dataclass(frozen=True)
+class GroupEvent:
+    """What ``on_group`` hears before a group is measured: the phase and its configurations."""
+
+    phase: Phase
+    configs: tuple[Config, ...]
+    new_trials: int
+    budget: int | None
+
+
+@dataclasses.dataclass(frozen=True)
 class TrialEvent:
-    """What the progress callback hears after each configuration."""
+    """What ``on_trial`` hears after each configuration, with the phase that measured it."""
 
     measurement: Measurement
     score: float | None
@@ -78,6 +89,7 @@ class TrialEvent:
     new_trials: int
     budget: int | None
     objective: Objective
+    phase: Phase = Phase.SEARCH
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,12 +159,14 @@ def tune(
     study: str | None = None,
     out: str | Path | None = "autoplace.toml",
     max_memory: int | None = None,
+    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     remeasure: bool = False,
     confirm: int = 4,
     strategy: Strategy | None = None,
     settings: MeasureSettings | None = None,
     backend: Backend | None = None,
     on_trial: Callable[[TrialEvent], None] | None = None,
+    on_group: Callable[[GroupEvent], None] | None = None,
 ) -> TuneResult:
     """Search placements of a model file's workload and write the recommendation to ``out``.
 
@@ -162,9 +176,11 @@ def tune(
     with the best configuration so far, and scores every configuration on all those
     groups with the drift between them fitted out (:mod:`._drift`). Then up to
     ``confirm`` finalists are measured again together and compared turn by turn, and
-    a duel settles what that leaves open (:mod:`._verdict`). A KeyboardInterrupt ends
-    the search early: the result has ``interrupted=True`` and everything measured is
-    in the study. See the README for each option.
+    a duel settles what that leaves open (:mod:`._verdict`). ``on_group`` hears of each
+    group before it is measured, ``on_trial`` of each result. A KeyboardInterrupt ends
+    the search early: the result has ``interrupted=True``, everything measured is in
+    the study, and the pick so far goes next to ``out`` (see :func:`partial_path`),
+    never over a finished one. See the README for each option.
 
     (Over 80 lines for its signature alone: one keyword per option of ``autoplace
     tune``, so that the CLI, launchers and tests make the same call.)
@@ -177,6 +193,7 @@ def tune(
     check_positive("--trials", trials)
     check_positive("--timeout", timeout)
     check_positive("--max-memory", max_memory)
+    check_positive("--max-deviation", max_deviation)
     url = normalize_url(storage) if storage else default_url()
     settings = settings or MeasureSettings()
     if max_memory is not None:
@@ -197,6 +214,7 @@ def tune(
             precisions,
             widths,
             available=available,
+            declared_widths=info.widths,
             default_width=info.default_width,
             default_batches=default_batches,
         )
@@ -215,7 +233,18 @@ def tune(
             since=dt.datetime.now() if remeasure else None,
         )
         requests = _requester(mf, info, phase_settings(settings, obj))
-        loop = _Loop(log, backend, requests, space, obj, strategy or Climb(), confirm, on_trial)
+        loop = _Loop(
+            log,
+            backend,
+            requests,
+            space,
+            obj,
+            strategy or Climb(),
+            confirm,
+            on_trial,
+            on_group,
+            max_deviation,
+        )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
     document = build_document(
         objective=obj,
@@ -227,7 +256,7 @@ def tune(
         hw=identity["hardware"],
         sw=identity["software"],
     )
-    written = recommendation.write(out, document) if out is not None and final.best else None
+    written = _write(out, document, interrupted) if out is not None and final.best else None
     return TuneResult(
         name, mask_url(url), obj, space, final, new_trials, interrupted, written, document
     )
@@ -245,6 +274,8 @@ class _Loop:
     strategy: Strategy
     confirm: int
     on_trial: Callable[[TrialEvent], None] | None
+    on_group: Callable[[GroupEvent], None] | None = None
+    max_deviation: float | None = None
 
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
@@ -252,11 +283,13 @@ class _Loop:
         new = 0
         while True:
             history = self.log.history().only(self.space.__contains__)
-            now = standing(history, self.objective)
+            now = standing(history, self.objective, self.space, self.max_deviation)
             phase, group, reference = self.next_group(now, history, budget.room(new))
             if not group:
                 return now, new, False
             tickets = self.log.begin(group, phase.stored, reference)
+            if self.on_group is not None:
+                self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
             try:
                 results = self.backend.measure_together(self.requests(group, phase))
             except KeyboardInterrupt:
@@ -271,7 +304,7 @@ class _Loop:
             new += len(results)
             if self.on_trial is not None:
                 found = list(zip(group, results, strict=True))
-                self._tell(history.plus(phase.stored, found), results, new, budget)
+                self._tell(history.plus(phase.stored, found), results, new, budget, phase)
 
     def next_group(
         self, now: Standing, history: History, room: int
@@ -281,8 +314,8 @@ class _Loop:
         score is anchored to it (the drift between groups is fitted out)."""
         if room <= 0:
             return Phase.SEARCH, [], None
-        pending = history.pending
-        group = list(self.strategy.propose(self.space, self.objective, now.estimates, pending))
+        pending, open_space = history.pending, self.space.without(now.ended)
+        group = list(self.strategy.propose(open_space, self.objective, now.estimates, pending))
         reference = incumbent(now) if group and room >= 2 else None
         if reference is not None and reference not in group:
             return Phase.SEARCH, [reference, *group][:room], reference
@@ -296,17 +329,41 @@ class _Loop:
         return Phase.DUEL, duel(now)[:room], None
 
     def _tell(
-        self, history: History, results: Sequence[Measurement], new: int, budget: _Budget
+        self,
+        history: History,
+        results: Sequence[Measurement],
+        new: int,
+        budget: _Budget,
+        phase: Phase,
     ) -> None:
         """Tell the progress callback about each of ``results``, just measured and in
         ``history``, with the best configuration now."""
         assert self.on_trial is not None
-        best = standing(history, self.objective).best
+        best = standing(history, self.objective, self.space, self.max_deviation).best
         for m in results:
-            self.on_trial(TrialEvent(m, self._score(m), best, new, budget.trials, self.objective))
+            event = TrialEvent(m, self._score(m), best, new, budget.trials, self.objective, phase)
+            self.on_trial(event)
 
     def _score(self, m: Measurement) -> float | None:
         return self.objective.score(m) if m.status == "ok" else None
+
+
+def partial_path(out: str | Path) -> Path:
+    """Where an interrupted tune writes its pick so far: beside ``out``, as
+    ``NAME.partial.toml``, so that a finished recommendation is never overwritten by a
+    partial one."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.partial{out.suffix or '.toml'}")
+
+
+def _write(out: str | Path, document: dict[str, Any], interrupted: bool) -> Path:
+    """Write the recommendation: to ``out`` when the tune finished (a partial file left
+    by an earlier interrupted run is then out of date, and removed), else beside it."""
+    if interrupted:
+        return recommendation.write(partial_path(out), document)
+    written = recommendation.write(out, document)
+    partial_path(out).unlink(missing_ok=True)
+    return written
 
 
 def _requester(

@@ -146,11 +146,20 @@ def make_objective(
     samples: int | None = None,
     epochs: int | None = None,
 ) -> Objective:
-    """The objective called ``name`` (as typed on the command line)."""
-    if name == "throughput":
-        return throughput()
-    if name == "latency":
-        return latency()
+    """The objective called ``name`` (as typed on the command line).
+
+    A run length (``steps``, ``samples``, ``epochs``) counts only for time-to-finish;
+    given with another objective it is refused rather than silently ignored.
+    """
     if name == "time-to-finish":
         return time_to_finish(steps=steps, samples=samples, epochs=epochs)
-    raise BadInputError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
+    if name not in OBJECTIVES:
+        raise BadInputError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
+    given = [f"--{k}" for k, v in (("steps", steps), ("samples", samples), ("epochs", epochs)) if v]
+    if given:
+        them = "them" if len(given) > 1 else "it"
+        raise BadInputError(
+            f"{' and '.join(given)} only count for --objective time-to-finish, and {name} "
+            f"ignores {them}: drop {them}, or tune for time-to-finish"
+        )
+    return throughput() if name == "throughput" else latency()

@@ -13,6 +13,7 @@ from autoplace.tuning._climb import Climb
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import Strategy
+from autoplace.workload import check_width
 
 #: Default batch sizes: powers of two; sizes XLA predicts cannot fit are pruned.
 DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
@@ -30,6 +31,7 @@ def build_space(
     widths: Sequence[int] | None,
     *,
     available: Sequence[Any],
+    declared_widths: Sequence[int],
     default_width: int | None,
     default_batches: Sequence[int],
 ) -> Space:
@@ -42,10 +44,8 @@ def build_space(
         names = tuple(d.name for d in distinct_kinds(list(available)))
     batches = tuple(check_batch_size(b) for b in (batch_sizes or default_batches))
     precs = tuple(dict.fromkeys(parse_precision(p) for p in (precisions or PRECISIONS)))
-    if widths:
-        for w in widths:
-            if w < 1:
-                raise BadInputError(f"width must be at least 1, got {w}")
+    for w in widths or ():
+        check_width(w, declared_widths)
     ws: tuple[int | None, ...] = tuple(dict.fromkeys(widths)) if widths else (default_width,)
     return Space(devices=names, batch_sizes=batches, precisions=precs, widths=ws)
 

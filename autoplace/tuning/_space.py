@@ -4,24 +4,39 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable
 
 from autoplace.config import Config
+
+#: (device, precision, width): every axis but the batch size.
+Arm = tuple[str, str, "int | None"]
+
+
+def arm_of(c: Config) -> Arm:
+    return (c.device, c.precision, c.width)
 
 
 @dataclasses.dataclass(frozen=True)
 class Space:
-    """The candidates: every combination of the four axes."""
+    """The candidates: every combination of the four axes, less the ``excluded`` arms."""
 
     devices: tuple[str, ...]
     batch_sizes: tuple[int, ...]
     precisions: tuple[str, ...]
     widths: tuple[int | None, ...]
+    #: Arms left out (see :meth:`without`): what a strategy must not propose.
+    excluded: frozenset[Arm] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(sorted(set(self.batch_sizes))))
 
-    def arms(self) -> list[tuple[str, str, int | None]]:
-        return list(itertools.product(self.devices, self.precisions, self.widths))
+    def arms(self) -> list[Arm]:
+        every = itertools.product(self.devices, self.precisions, self.widths)
+        return [arm for arm in every if arm not in self.excluded]
+
+    def without(self, arms: Iterable[Arm]) -> Space:
+        """This space without ``arms`` (ended: nothing more to learn there)."""
+        return dataclasses.replace(self, excluded=self.excluded | frozenset(arms))
 
     def configs(self) -> list[Config]:
         return [
@@ -37,7 +52,8 @@ class Space:
             and c.batch_size in self.batch_sizes
             and c.precision in self.precisions
             and c.width in self.widths
+            and arm_of(c) not in self.excluded
         )
 
     def __len__(self) -> int:
-        return len(self.devices) * len(self.batch_sizes) * len(self.precisions) * len(self.widths)
+        return len(self.arms()) * len(self.batch_sizes)

@@ -21,7 +21,9 @@ from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.study import History
 from autoplace.tuning._drift import corrected_scores
+from autoplace.tuning._failures import ended_arms, inaccurate_arms
 from autoplace.tuning._objectives import Objective
+from autoplace.tuning._space import Arm, Space, arm_of
 
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.20
@@ -257,6 +259,10 @@ class Standing:
         ranked: the verdict, best first: confirmed configurations first, the
             preferred of equals leading.
         running: the confirmed configurations no other beats beyond the noise.
+        ended: the arms whose failures do not depend on the batch size, and why
+            (see :mod:`._failures`): no strategy tries them further.
+        inaccurate: the arms whose output deviates from float32's beyond the
+            tolerance, and by how much: never ranked, so never recommended.
     """
 
     objective: Objective
@@ -265,6 +271,8 @@ class Standing:
     searched: tuple[Scored, ...]
     ranked: tuple[Scored, ...]
     running: tuple[Scored, ...]
+    ended: Mapping[Arm, str] = dataclasses.field(default_factory=dict)
+    inaccurate: Mapping[Arm, str] = dataclasses.field(default_factory=dict)
 
     @property
     def best(self) -> Scored | None:
@@ -314,19 +322,35 @@ class Standing:
         )
 
 
-def standing(history: History, objective: Objective) -> Standing:
-    """The verdict on ``history``: see :class:`Standing`."""
+def standing(
+    history: History,
+    objective: Objective,
+    space: Space | None = None,
+    max_deviation: float | None = None,
+) -> Standing:
+    """The verdict on ``history`` (of configurations in ``space``): see :class:`Standing`.
+
+    A lower precision that deviates from float32 by more than ``max_deviation`` is left
+    out of both rankings (see :func:`._failures.inaccurate_arms`).
+    """
     estimates = search_estimates(history, objective)
     confirmed_figures, verdicts = _verdicts(history.confirmed, objective)
     figures = {**history.figures(), **confirmed_figures}
-    ranked = rank(figures, objective, verdicts, estimates)
+    inaccurate = inaccurate_arms(figures, max_deviation)
+
+    def accurate(found: Mapping[Config, Measurement]) -> dict[Config, Measurement]:
+        return {c: m for c, m in found.items() if arm_of(c) not in inaccurate}
+
+    ranked = rank(accurate(figures), objective, verdicts, estimates)
     return Standing(
         objective=objective,
         figures=figures,
         estimates=estimates,
-        searched=tuple(rank(history.figures(), objective, estimates=estimates)),
+        searched=tuple(rank(accurate(history.figures()), objective, estimates=estimates)),
         ranked=tuple(ranked),
         running=tuple(in_the_running(ranked, objective)),
+        ended=ended_arms(figures, space) if space is not None else {},
+        inaccurate=inaccurate,
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import FAST, N_CPU_DEVICES, line_of, model, request, write_model
 
 import autoplace
-from autoplace import BadInputError, Config, InProcessBackend, MeasureSettings
+from autoplace import BadInputError, Config, InProcessBackend, MeasureSettings, ModelFileError
 from autoplace.measuring import (
     ConfigFailure,
     compute_dtypes,
@@ -593,26 +593,30 @@ def test_error_in_the_step_names_the_model_file_line(inproc: InProcessBackend) -
     assert not m.measured
 
 
-def test_workload_function_must_return_a_workload(inproc: InProcessBackend, tmp_path: Path) -> None:
-    path = write_model(
-        tmp_path,
-        """
-        import autoplace
+def test_workload_function_must_return_a_workload(inproc: InProcessBackend) -> None:
+    # the file's contract, broken whatever the configuration: bad input, not a status
+    with pytest.raises(ModelFileError, match=r"returned dict, not autoplace\.Workload"):
+        autoplace.measure(model("returns_dict"), batch_size=2, settings=FAST, backend=inproc)
 
-        @autoplace.workload
-        def wrong(width, dtype):
-            return {"state": 1}
-        """,
-    )
-    m = autoplace.measure(path, batch_size=2, settings=FAST, backend=inproc)
-    assert m.status == "error"
-    assert "returned dict, not autoplace.Workload" in m.reason
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("device_batch", "make_batch in .* returned JAX arrays: return numpy arrays"),
+        ("short_batch", r"make_batch\(8, rng\) in .* returned an array of 7 rows, not 8"),
+    ],
+)
+def test_make_batch_must_return_host_arrays_of_batch_size_rows(
+    inproc: InProcessBackend, name: str, message: str
+) -> None:
+    with pytest.raises(ModelFileError, match=message):
+        autoplace.measure(model(name), batch_size=8, settings=FAST, backend=inproc)
 
 
 def test_too_big_for_max_memory_is_not_run(inproc: InProcessBackend) -> None:
     m = measure(inproc, "tiny_mlp", settings=dataclasses.replace(FAST, max_memory=1000))
     assert m.status == "too_big"
-    assert "MiB limit" in m.reason
+    assert "KiB, over the 1000 B limit" in m.reason  # sizes in the unit that reads
     assert m.predicted_bytes > 1000
     assert m.compile_s > 0  # compiled, so the prediction is XLA's ...
     assert m.first_call_s is None and m.step_s is None  # ... but never run

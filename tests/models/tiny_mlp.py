@@ -12,7 +12,7 @@ import autoplace
 IN, OUT = 16, 4
 
 
-@autoplace.workload(widths=(8, 32), default_width=8)
+@autoplace.workload(widths=(8, 24, 32, 40), default_width=8)
 def mlp(width, dtype):
     """16 -> width -> 4, one SGD step on a squared error."""
     rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 import math
 
 import pytest
-from synthetic import SyntheticBackend, best_by_formula
+from synthetic import SHAPES, SyntheticBackend, best_by_formula, shape
 
 from autoplace import Climb, Config, Grid, Space
 from autoplace.tuning import MAX_GROUP, strategy_named, throughput, time_to_finish
@@ -123,12 +123,18 @@ def test_climb_finds_a_small_batch_peak_behind_a_dip():
     assert len(scores) <= 0.75 * len(space)
 
 
-def test_climb_stops_sweeping_down_where_throughput_collapses():
-    # Throughput proportional to the batch: the sweep stops at the first small batch.
-    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
-    scores = drive(Climb(), space, throughput(), lambda c: float(c.batch_size))
-    assert min(c.batch_size for c in scores) >= 64
-    assert max(scores, key=lambda c: scores[c]).batch_size == 4096
+@pytest.mark.parametrize("name", SHAPES)
+def test_climb_finds_the_exact_best_of_curves_a_one_peak_search_misses(name):
+    points, peak = SHAPES[name]
+    curve = shape(points)
+    space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    truth = max(curve(c) for c in space.configs())
+    best = max(scores, key=lambda c: scores[c])
+    assert scores[best] == pytest.approx(truth)  # no regret: the exact best
+    if peak is not None:
+        assert best.batch_size == peak
+    assert len(scores) <= 0.75 * len(space)
 
 
 def test_climb_explores_one_arm_per_device_and_refines_an_overtaking_one():

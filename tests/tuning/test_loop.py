@@ -3,7 +3,7 @@ from __future__ import annotations
 import optuna
 import pytest
 from conftest import model
-from synthetic import SyntheticBackend, bfloat16_ahead, bfloat16_just_ahead
+from synthetic import SHAPES, SyntheticBackend, bfloat16_ahead, bfloat16_just_ahead, shape, shaped
 
 import autoplace
 from autoplace import BadInputError, tuning
@@ -91,9 +91,13 @@ def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
     # The grid measures 8, 16 and 32 together, then 64 and 128 with the best so far (32)
     # as reference; the interrupt comes during that second group, the one in flight.
     grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
+    env["out"].write_text("a finished recommendation\n")  # of an earlier run
     result = run(env, SyntheticBackend(interrupt_at=5), **grid)
     assert result.interrupted and result.new_trials == 3
-    assert rec.read(env["out"])["study"]["measured"] == 3
+    # the pick so far goes beside --out, never over a finished recommendation
+    partial = env["out"].with_name("autoplace.partial.toml")
+    assert result.out == partial and rec.read(partial)["study"]["measured"] == 3
+    assert env["out"].read_text() == "a finished recommendation\n"
     study = load(result.study_name, env)
     interrupted = [t.params["batch_size"] for t in study.trials if t.user_attrs.get("interrupted")]
     assert interrupted == [32, 64, 128]
@@ -101,6 +105,28 @@ def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
     result = run(env, again, **grid)
     assert [r.config.batch_size for r in again.measured] == [32, 64, 128]
     assert not result.interrupted and len(result.measurements) == 5
+    assert rec.read(env["out"])["study"]["measured"] == 5 and not partial.exists()
+
+
+def test_the_recommendation_file_is_readable_as_the_umask_says(env):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        run(env, SyntheticBackend(), strategy=autoplace.Grid(), precisions=["float32"])
+    finally:
+        os.umask(old)
+    assert env["out"].stat().st_mode & 0o777 == 0o644  # teammates can read it
+
+
+def test_progress_hears_each_group_before_it_is_measured_and_its_phase(env):
+    groups, trials = [], []
+    run(env, SyntheticBackend(), strategy=autoplace.Grid(), precisions=["float32", "bfloat16"],
+        confirm=2, on_group=groups.append, on_trial=trials.append)  # fmt: skip
+    phases = [g.phase.value for g in groups]
+    assert phases[0] == "search" and "confirm" in phases
+    assert sum(len(g.configs) for g in groups) == len(trials)
+    assert [t.phase for t in trials if t.phase.value == "confirm"]
 
 
 def confirmations(backend):
@@ -304,3 +330,17 @@ def test_of_finalists_equal_within_the_noise_the_file_recommends_float32(env):
     tied = doc["recommendation"]["within_noise"]
     assert [t["precision"] for t in tied] == ["bfloat16"] and tied[0]["significant"] is False
     assert tied[0]["margin"] <= tied[0]["noise"]  # turn by turn, either may lead
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_tune_recommends_the_exact_best_of_curves_a_one_peak_search_misses(env, name):
+    # the whole tune, with its noise (each loop's own jitter, turn by turn), confirmation
+    # and duel: the recommendation is the curve's best, not a batch within the noise
+    points, peak = SHAPES[name]
+    batches = tuple(2**i for i in range(13))
+    result = run(env, SyntheticBackend(slowdown=shaped(points)), batch_sizes=batches,
+                 precisions=("float32", "bfloat16"))  # fmt: skip
+    curve = shape(points)
+    assert curve(result.best.config) == pytest.approx(max(map(curve, result.space.configs())))
+    if peak is not None:
+        assert result.best.config.batch_size == peak

@@ -83,3 +83,9 @@ def test_chunk_scores_follow_the_loop_the_score_rests_on():
     assert time_to_finish(steps=11).chunk_scores(m) == pytest.approx([2.95, 3.15, 3.55])
     assert throughput().spread(measured(fed_step_spread=0.2, step_spread=0.1)) == 0.2
     assert latency().spread(measured(fed_step_spread=0.2, step_spread=0.1)) == 0.1
+
+
+@pytest.mark.parametrize("name", ["throughput", "latency"])
+def test_a_run_length_the_objective_ignores_is_refused(name):
+    with pytest.raises(BadInputError, match=f"--samples only count.*{name} ignores it"):
+        make_objective(name, samples=1000)
