@@ -283,6 +283,49 @@ def bench_workload(key: str, seeds: list[int], rounds: int, tmp: Path) -> dict[s
     }
 
 
+def synthetic_shapes(tmp: Path) -> list[dict[str, Any]]:
+    """``tune`` with its defaults on the synthetic backend given the curves a one-peak
+    search misses (``tests/synthetic.py``'s ``SHAPES``: two peaks, a plateau, a cliff, a
+    peak at either end, a dip in the middle), each loop with its own turn-by-turn jitter:
+    the regret against the curve's true best, and the measurements it took."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import SHAPES, SyntheticBackend, shape, shaped
+
+    model = tmp / "synthetic.py"
+    model.write_text("# synthetic\n")
+    rows = []
+    for n, (name, (points, _)) in enumerate(SHAPES.items()):
+        backend = SyntheticBackend(slowdown=shaped(points), turn_noise=0.05)
+        result = autoplace.tune(
+            model,
+            batch_sizes=DEFAULT_BATCH_SIZES,
+            precisions=("float32", "bfloat16"),
+            storage=f"sqlite:///{tmp / f'shape-{n}.db'}",
+            out=None,
+            backend=backend,
+        )
+        curve = shape(points)
+        best = max(curve(c) for c in result.space.configs())
+        rows.append(
+            {
+                "shape": name,
+                "regret": best / curve(result.best.config) - 1.0,
+                "pick": result.best.config.batch_size,
+                "trials": result.new_trials,
+                "configurations": len(result.measurements),
+                "space_size": len(result.space),
+            }
+        )
+        print(
+            f"   {name:34} pick batch {rows[-1]['pick']:5}, regret {rows[-1]['regret']:5.1%}, "
+            f"{rows[-1]['trials']} trials over {rows[-1]['configurations']} of "
+            f"{rows[-1]['space_size']} configurations"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -298,6 +341,8 @@ def main() -> None:
     with autoplace.SubprocessBackend() as backend:
         devices = backend.devices()
     with tempfile.TemporaryDirectory() as tmp:
+        print("== synthetic shapes: tune against curves with a known best")
+        shapes = synthetic_shapes(Path(tmp))
         results = [
             bench_workload(k, list(range(args.seeds)), args.rounds, Path(tmp))
             for k in args.workloads.split(",")
@@ -334,6 +379,7 @@ def main() -> None:
         "median_trials": statistics.median(t["trials"] for t in runs),
         "median_configurations": statistics.median(t["configurations"] for t in runs),
         "total_wall_s": time.perf_counter() - started,
+        "synthetic_shapes_max_regret": max(r["regret"] for r in shapes),
     }
     out = write_results(
         "search",
@@ -345,6 +391,7 @@ def main() -> None:
                 "settings": dataclasses.asdict(MeasureSettings()),
             },
             "summary": summary,
+            "synthetic_shapes": shapes,
             "workloads": results,
         },
     )

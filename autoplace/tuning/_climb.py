@@ -27,7 +27,9 @@ runs the steps in order and returns the first non-empty group (at most
    batch that fits a CPU's caches) can hide there.
 5. :func:`at_anchor`: measure every other arm at the leader's anchor, together,
    unless the leader beats it by more than ``drop`` at every batch both have
-   measured (emulated precisions on a CPU can run at half speed or less).
+   measured (emulated precisions on a CPU can run at half speed or less); an arm of
+   a wider precision also one batch step below, a narrower one above: half the bytes
+   per sample, twice the batch before the same cliff.
 6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
 
@@ -282,14 +284,27 @@ def gaps(view: _View, leader: _Leader) -> Group:
     return _group(view.config(arm, i) for _, i in found if view.free(arm, i))
 
 
+#: Bytes per element of each precision: a precision half as wide holds twice the batch
+#: in the same memory, so its cliffs (caches, memory pressure) come one batch step later.
+_WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
 def at_anchor(view: _View, leader: _Leader) -> Group:
     """Measure every other arm at the leader's anchor, together, unless the leader beats it by
-    more than ``drop`` at every batch both have measured."""
-    i = leader.anchor
+    more than ``drop`` at every batch both have measured; an arm of a wider precision also one
+    batch step below it, a narrower one above (its cliffs come a step earlier, or later)."""
+
+    def batches(arm: Arm) -> list[int]:
+        wider = _WIDTH.get(arm[1], 4) - _WIDTH.get(leader.arm[1], 4)
+        shifted = leader.anchor - 1 if wider > 0 else leader.anchor + 1
+        return [leader.anchor] if wider == 0 else [leader.anchor, shifted]
+
     return _group(
         view.config(arm, i)
         for arm in leader.others
-        if i not in view.table[arm] and view.free(arm, i) and not view.trails(arm, leader.arm)
+        if not view.trails(arm, leader.arm)
+        for i in batches(arm)
+        if i not in view.table[arm] and view.free(arm, i)
     )
 
 

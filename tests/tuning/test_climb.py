@@ -166,4 +166,22 @@ def test_climb_drops_an_arm_far_behind_wherever_both_ran(slower, tried):
     space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16"), (None,))
     scores = drive(Climb(), space, throughput(), curve)
     bf16 = sorted(c.batch_size for c in scores if c.precision == "bfloat16")
-    assert bf16 == ([64, 256] if tried else [256])  # the screen (256), float32's anchor (64)
+    # the screen (256), float32's anchor (64) and, bfloat16 being half as wide, one above
+    assert bf16 == ([64, 128, 256] if tried else [256])
+
+
+def test_an_arm_of_a_wider_precision_is_tried_a_batch_below_where_its_cliff_comes_first():
+    # As a transformer encoder ran on a 2-core CPU: a cliff once the activations outgrow
+    # the caches, a batch step earlier in float32 (4 bytes) than in float16 (2 bytes).
+    # float16 leads at its best (64), where float32 already fell off: float32 is tried a
+    # step below too, and its best (32) is found.
+    def curve(c: Config) -> float:
+        f32 = c.precision == "float32"
+        cliff, base, fallen = (64, 1.0, 0.45) if f32 else (128, 0.95, 0.6)
+        rise = min(1.0, c.batch_size / (cliff // 2))
+        return base * rise * (fallen if c.batch_size >= cliff else 1.0)
+
+    space = Space(("cpu:0",), BATCHES, ("float16", "float32"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    best = max(scores, key=lambda c: scores[c])
+    assert (best.precision, best.batch_size) == ("float32", 32)
