@@ -162,8 +162,8 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
     }
 
 
-def tune_report(result: TuneResult, console: Console | None = None) -> None:
-    console = console or Console()
+def _best_table(result: TuneResult) -> Table:
+    """The best of each (device, precision): every column from the loop the score rests on."""
     obj = result.objective
     table = Table(
         title=f"Best per device and precision — {obj.describe()}",
@@ -179,18 +179,35 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         table.add_column(col, justify="left" if col in ("device", "precision") else "right")
     for i, s in enumerate(result.per_device_precision):
         m = s.measurement
-        spread = obj.spread(m)
         cells = [m.device, m.precision, str(m.batch_size)]
         cells += [str(m.width)] if several_widths else []
         cells += [
             units.seconds(s.score) if obj.unit == "s" else units.rate(s.score),
             units.seconds(m.fed_step_s if obj.loop == "fed" else m.step_s),
-            units.percent(spread),
+            units.percent(obj.spread(m)),
             units.seconds(m.compile_s),
             units.size(m.peak_bytes),
         ]
         table.add_row(*cells, style="bold green" if i == 0 else None)
-    console.print(table)
+    return table
+
+
+def _arms_out(study: dict[str, Any], console: Console) -> None:
+    """The arms ended by a failure that does not depend on the batch size, and those whose
+    output strayed from float32's, from the document's ``study`` section."""
+    verdicts = (("ended_arms", "not tried further"), ("inaccurate_arms", "not recommended"))
+    for key, verdict in verdicts:
+        for arm in study.get(key, []):
+            shown = f"{arm['device']} {arm['precision']}" + (
+                f" width {arm['width']}" if "width" in arm else ""
+            )
+            console.print(f"  [red]{shown}[/]: {arm['reason']}, {verdict}", highlight=False)
+
+
+def tune_report(result: TuneResult, console: Console | None = None) -> None:
+    console = console or Console()
+    obj = result.objective
+    console.print(_best_table(result))
     failed = [m for m in result.measurements.values() if m.status != "ok"]
     failures = f", {len(failed)} of them failed" if failed else ""
     console.print(
@@ -198,13 +215,8 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         f"{result.new_trials} measurements this run (references and confirmations included) "
         f"— study [bold]{result.study_name}[/] in {result.storage}"
     )
+    _arms_out(result.document["study"], console)
     ended = result.standing.ended
-    for (device, precision, width), why in ended.items():
-        shown = f"{device} {precision}" + ("" if width is None else f" width {width}")
-        console.print(f"  [red]{shown}[/]: {why}, not tried further", highlight=False)
-    for (device, precision, width), why in result.standing.inaccurate.items():
-        shown = f"{device} {precision}" + ("" if width is None else f" width {width}")
-        console.print(f"  [yellow]{shown}[/]: {why}: not recommended", highlight=False)
     rest = [m for m in failed if (m.device, m.precision, m.width) not in ended]
     for m in rest[:8]:
         console.print(f"  [red]{m.status}[/] {m.device} b={m.batch_size} {m.precision}: {m.reason}")
@@ -338,15 +350,7 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
             f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
             f"{pw['precision']} — {_score_text(pw['figures'].get('score'), obj.get('unit', ''))}"
         )
-    for key, verdict in (
-        ("ended_arms", "not tried further"),
-        ("inaccurate_arms", "not recommended"),
-    ):
-        for arm in doc["study"].get(key, []):
-            arm_text = f"{arm['device']} {arm['precision']}" + (
-                f" width {arm['width']}" if "width" in arm else ""
-            )
-            console.print(f"[red]{arm_text}[/]: {arm['reason']}, {verdict}", highlight=False)
+    _arms_out(doc["study"], console)
     study, fp = doc["study"], doc.get("fingerprint", {})
     sw = fp.get("software", {})
     console.print(

@@ -13,7 +13,8 @@ from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
 from autoplace.tuning._grid import Grid
-from autoplace.tuning._loop import GroupEvent, TrialEvent, TuneResult, partial_path, tune
+from autoplace.tuning._loop import partial_path, tune
+from autoplace.tuning._margin import Comparison, Scored, lower_bound, margin
 from autoplace.tuning._objectives import (
     OBJECTIVES,
     Objective,
@@ -24,16 +25,13 @@ from autoplace.tuning._objectives import (
 )
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
 from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Phase, phase_settings
+from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
 from autoplace.tuning._verdict import (
     EQUIVALENT,
-    Comparison,
-    Scored,
     Standing,
     finalists_to_confirm,
-    lower_bound,
-    margin,
     rank,
     standing,
 )

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from autoplace.recommendation import SCHEMA_VERSION
 from autoplace.study import mask_url
-from autoplace.tuning._verdict import Comparison, Scored, Standing
+from autoplace.tuning._margin import Comparison, Scored
+from autoplace.tuning._verdict import Standing
 
 if TYPE_CHECKING:
     from autoplace.tuning._objectives import Objective

@@ -54,10 +54,10 @@ from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._objectives import Objective, make_objective
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
 from autoplace.tuning._phases import Phase, phase_settings
+from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import Strategy
 from autoplace.tuning._verdict import (
-    Scored,
     Standing,
     duel,
     finalists_to_confirm,
@@ -67,63 +67,8 @@ from autoplace.tuning._verdict import (
 from autoplace.workload import ModelFile, WorkloadInfo
 
 _NO_LIMIT = 2**40
-
-
-@dataclasses.dataclass(frozen=True)
-class GroupEvent:
-    """What ``on_group`` hears before a group is measured: the phase and its configurations."""
-
-    phase: Phase
-    configs: tuple[Config, ...]
-    new_trials: int
-    budget: int | None
-
-
-@dataclasses.dataclass(frozen=True)
-class TrialEvent:
-    """What ``on_trial`` hears after each configuration, with the phase that measured it."""
-
-    measurement: Measurement
-    score: float | None
-    best: Scored | None
-    new_trials: int
-    budget: int | None
-    objective: Objective
-    phase: Phase = Phase.SEARCH
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneResult:
-    """Everything :func:`tune` found. ``document`` is what was written to ``out``."""
-
-    study_name: str
-    storage: str
-    objective: Objective
-    space: Space
-    standing: Standing
-    new_trials: int
-    interrupted: bool
-    out: Path | None
-    document: dict[str, Any]
-
-    @property
-    def measurements(self) -> dict[Config, Measurement]:
-        """Every configuration of the space the study holds, with its figures."""
-        return dict(self.standing.figures)
-
-    @property
-    def best(self) -> Scored | None:
-        return self.standing.best
-
-    @property
-    def per_device_precision(self) -> list[Scored]:
-        """The best configuration of each (device, precision), best first."""
-        return self.standing.per_group
-
-    @property
-    def runner_up(self) -> Scored | None:
-        found = self.standing.runner_up
-        return found[0] if found else None
+#: Options that must be positive when given.
+_BOUNDS = ("--trials", "--timeout", "--max-memory", "--max-deviation")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,10 +135,8 @@ def tune(
         if isinstance(objective, Objective)
         else make_objective(objective, steps=steps, samples=samples, epochs=epochs)
     )
-    check_positive("--trials", trials)
-    check_positive("--timeout", timeout)
-    check_positive("--max-memory", max_memory)
-    check_positive("--max-deviation", max_deviation)
+    for option, value in zip(_BOUNDS, (trials, timeout, max_memory, max_deviation), strict=True):
+        check_positive(option, value)
     url = normalize_url(storage) if storage else default_url()
     settings = settings or MeasureSettings()
     if max_memory is not None:

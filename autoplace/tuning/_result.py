@@ -1,0 +1,72 @@
+"""What :func:`autoplace.tune` tells while it runs (events) and returns (its result)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from autoplace.config import Config
+from autoplace.measurement import Measurement
+from autoplace.tuning._margin import Scored
+from autoplace.tuning._objectives import Objective
+from autoplace.tuning._phases import Phase
+from autoplace.tuning._space import Space
+from autoplace.tuning._verdict import Standing
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupEvent:
+    """What ``on_group`` hears before a group is measured: the phase and its configurations."""
+
+    phase: Phase
+    configs: tuple[Config, ...]
+    new_trials: int
+    budget: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialEvent:
+    """What ``on_trial`` hears after each configuration, with the phase that measured it."""
+
+    measurement: Measurement
+    score: float | None
+    best: Scored | None
+    new_trials: int
+    budget: int | None
+    objective: Objective
+    phase: Phase = Phase.SEARCH
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """Everything :func:`tune` found. ``document`` is what was written to ``out``."""
+
+    study_name: str
+    storage: str
+    objective: Objective
+    space: Space
+    standing: Standing
+    new_trials: int
+    interrupted: bool
+    out: Path | None
+    document: dict[str, Any]
+
+    @property
+    def measurements(self) -> dict[Config, Measurement]:
+        """Every configuration of the space the study holds, with its figures."""
+        return dict(self.standing.figures)
+
+    @property
+    def best(self) -> Scored | None:
+        return self.standing.best
+
+    @property
+    def per_device_precision(self) -> list[Scored]:
+        """The best configuration of each (device, precision), best first."""
+        return self.standing.per_group
+
+    @property
+    def runner_up(self) -> Scored | None:
+        found = self.standing.runner_up
+        return found[0] if found else None
