@@ -199,7 +199,7 @@ def _arms_out(study: dict[str, Any], console: Console) -> None:
     for key, verdict in verdicts:
         for arm in study.get(key, []):
             shown = f"{arm['device']} {arm['precision']}" + (
-                f" width {arm['width']}" if "width" in arm else ""
+                f" width {arm['width']}" if arm.get("width") is not None else ""
             )
             console.print(f"  [red]{shown}[/]: {arm['reason']}, {verdict}", highlight=False)
 
@@ -208,7 +208,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     console = console or Console()
     obj = result.objective
     console.print(_best_table(result))
-    failed = [m for m in result.measurements.values() if m.status != "ok"]
+    failed = result.standing.failed
     failures = f", {len(failed)} of them failed" if failed else ""
     console.print(
         f"{len(result.measurements)} of {len(result.space)} configurations measured{failures}; "
