@@ -27,7 +27,8 @@ runs the steps in order and returns the first non-empty group (at most
    batch that fits a CPU's caches) can hide there.
 5. :func:`at_anchor`: measure every other arm at the leader's anchor, together,
    unless the leader beats it by more than ``drop`` at every batch both have
-   measured (emulated precisions on a CPU can run at half speed or less); an arm of
+   measured (emulated precisions on a CPU can run at half speed or less) and, for a
+   wider precision, at one below the leader's anchor (its cliff comes first); an arm of
    a wider precision also one batch step below, a narrower one above: half the bytes
    per sample, twice the batch before the same cliff.
 6. :func:`refine`: measure one step either side of the best batch of every other
@@ -92,11 +93,16 @@ class Climb:
         if not ranked:
             return ()  # nothing ran at any batch size
         leader = _Leader.of(view, ranked)
-        for step in (cover, peaks, gaps, at_anchor, refine):
-            group = step(view, leader)
-            if group:
-                return group
-        return ()
+        chosen: Group = ()
+        for step in _STEPS:
+            found = step(view, leader)
+            if found and chosen and step not in _FILLERS:
+                break
+            chosen = _group((*chosen, *found))
+            view = view.taking(found)
+            if len(chosen) >= MAX_GROUP:
+                break
+        return chosen
 
 
 def _start_index(start_batch: int | None, batches: tuple[int, ...], objective: Objective) -> int:
@@ -159,6 +165,10 @@ class _View:
         taken = frozenset(scores) | pending  # measured, or being measured
         return cls(settings, objective, batches, start, arms, table, ceiling, taken)
 
+    def taking(self, configs: Iterable[Config]) -> _View:
+        """The same view with ``configs`` taken too (proposed, so not proposed again)."""
+        return dataclasses.replace(self, taken=self.taken | frozenset(configs))
+
     def config(self, arm: Arm, i: int) -> Config:
         return Config(device=arm[0], batch_size=self.batches[i], precision=arm[1], width=arm[2])
 
@@ -188,10 +198,14 @@ class _View:
         i, _ = self.best(arm)
         return [self.config(arm, j) for j in (i + 1, i - 1) if self.free(arm, j)]
 
-    def trails(self, arm: Arm, leader: Arm) -> bool:
-        """Whether ``leader`` beats ``arm`` by more than ``drop`` at every batch both measured."""
-        common = self.table[leader].keys() & self.table[arm].keys()
-        gains = [self.objective.gain(self.table[leader][i], self.table[arm][i]) for i in common]
+    def trails(self, arm: Arm, leader: _Leader) -> bool:
+        """Whether the leader beats ``arm`` by more than ``drop`` at every batch both measured,
+        one of them below the leader's anchor when ``arm`` is of a wider precision: its cliff
+        comes a batch step earlier, so past the anchor it may only have fallen off first."""
+        common = self.table[leader.arm].keys() & self.table[arm].keys()
+        if _wider(arm, leader.arm) > 0 and not any(i < leader.anchor for i in common):
+            return False
+        gains = [self.objective.gain(self.table[leader.arm][i], self.table[arm][i]) for i in common]
         return bool(gains) and min(gains) > self.settings.drop
 
 
@@ -289,20 +303,26 @@ def gaps(view: _View, leader: _Leader) -> Group:
 _WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
+def _wider(arm: Arm, other: Arm) -> int:
+    """How many bytes per element wider ``arm``'s precision is than ``other``'s."""
+    return _WIDTH.get(arm[1], 4) - _WIDTH.get(other[1], 4)
+
+
 def at_anchor(view: _View, leader: _Leader) -> Group:
-    """Measure every other arm at the leader's anchor, together, unless the leader beats it by
-    more than ``drop`` at every batch both have measured; an arm of a wider precision also one
+    """Measure every other arm at the leader's anchor, together, unless it trails (the leader
+    beats it by more than ``drop`` at every batch both have measured; see :meth:`_View.trails`
+    for a wider precision); an arm of a wider precision also one
     batch step below it, a narrower one above (its cliffs come a step earlier, or later)."""
 
     def batches(arm: Arm) -> list[int]:
-        wider = _WIDTH.get(arm[1], 4) - _WIDTH.get(leader.arm[1], 4)
+        wider = _wider(arm, leader.arm)
         shifted = leader.anchor - 1 if wider > 0 else leader.anchor + 1
         return [leader.anchor] if wider == 0 else [leader.anchor, shifted]
 
     return _group(
         view.config(arm, i)
         for arm in leader.others
-        if not view.trails(arm, leader.arm)
+        if not view.trails(arm, leader)
         for i in batches(arm)
         if i not in view.table[arm] and view.free(arm, i)
     )
@@ -318,3 +338,9 @@ def refine(view: _View, leader: _Leader) -> Group:
         if gain(leader.score, view.best(arm)[1]) <= reach
         for c in view.around_best(arm)
     )
+
+
+_STEPS = (cover, peaks, gaps, at_anchor, refine)
+#: The steps whose proposals may fill a group that an earlier step left short: what they
+#: choose does not hang on the group's results (see :meth:`Climb.propose`).
+_FILLERS = (cover, peaks, gaps)

@@ -170,6 +170,21 @@ def test_climb_drops_an_arm_far_behind_wherever_both_ran(slower, tried):
     assert bf16 == ([64, 128, 256] if tried else [256])
 
 
+def test_a_wider_precision_behind_only_past_its_cliff_is_still_tried_below_it():
+    # The encoder of the search benchmark (1..512, screened at 64): float32 has fallen off
+    # its cliff at 64 and trails float16 there by more than ``drop``; one batch below, at
+    # 32, it is the best of all. A single screen past its cliff must not rule it out.
+    def curve(c: Config) -> float:
+        if c.precision == "float32":
+            return min(1.0, c.batch_size / 32) * (0.4 if c.batch_size >= 64 else 1.0)
+        return 0.85 * min(1.0, c.batch_size / 32) * (0.7 if c.batch_size >= 128 else 1.0)
+
+    batches = tuple(2**i for i in range(10))
+    space = Space(("cpu:0",), batches, ("float32", "float16"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    assert min(scores, key=lambda c: -scores[c]) == Config("cpu:0", 32, "float32", None)
+
+
 def test_an_arm_of_a_wider_precision_is_tried_a_batch_below_where_its_cliff_comes_first():
     # As a transformer encoder ran on a 2-core CPU: a cliff once the activations outgrow
     # the caches, a batch step earlier in float32 (4 bytes) than in float16 (2 bytes).
