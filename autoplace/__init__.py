@@ -27,6 +27,7 @@ from autoplace.tuning import (
     Strategy,
     TrialEvent,
     TuneResult,
+    explain,
     make_objective,
     tune,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "Workload",
     "WorkloadInfo",
     "__version__",
+    "explain",
     "make_objective",
     "measure",
     "tune",

@@ -306,6 +306,57 @@ def show(
         recommendation_report(document)
 
 
+@app.command()
+def explain(
+    source: Annotated[
+        Path,
+        typer.Argument(help="A recommendation file, or a model file whose study to read."),
+    ] = Path("autoplace.toml"),
+    workload: WorkloadOpt = None,
+    storage: StorageOpt = None,
+    study: StudyOpt = None,
+    objective: ObjectiveOpt = "throughput",
+    as_json: JsonOpt = False,
+) -> None:
+    """Why the winner wins: each arm's cost model, in sentences with numbers."""
+    from autoplace.tuning import explain as run_explain
+
+    with handle_errors():
+        explanation = run_explain(
+            source, workload, storage=storage, study=study, objective=objective
+        )
+    if as_json:
+        typer.echo(json.dumps(explanation.as_dict(), default=str))
+        return
+    from autoplace.report import explanation_report
+
+    explanation_report(explanation)
+
+
+@app.command()
+def report(
+    source: Annotated[
+        Path,
+        typer.Argument(help="A recommendation file, or a model file whose study to read."),
+    ] = Path("autoplace.toml"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML page.")] = Path(
+        "autoplace-report.html"
+    ),
+    workload: WorkloadOpt = None,
+    storage: StorageOpt = None,
+    study: StudyOpt = None,
+    objective: ObjectiveOpt = "throughput",
+) -> None:
+    """Write one self-contained HTML page (plots, explanation, every measurement); opens offline."""
+    from autoplace.report import write_report
+
+    with handle_errors():
+        written = write_report(
+            source, out, workload, storage=storage, study=study, objective=objective
+        )
+    typer.echo(f"report written to {written}")
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: typer's usage errors also end as one line and exit code 2."""
     try:

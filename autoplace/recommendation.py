@@ -20,9 +20,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions this autoplace reads: version 1 is version 2 without ``[explanation]``.
+READABLE = (1, 2)
 
-#: Sections every version-1 file has.
+#: Sections every file has.
 REQUIRED = ("schema_version", "created", "recommendation", "objective", "workload", "study")
 
 
@@ -59,10 +61,11 @@ def read(path: str | Path) -> dict[str, Any]:
             "run `autoplace tune` again to rewrite it"
         ) from exc
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE:
         raise ConfigFileError(
-            f"{p} has schema version {version!r}, but this autoplace reads version "
-            f"{SCHEMA_VERSION}: use the autoplace that wrote it, or run `autoplace tune` again"
+            f"{p} has schema version {version!r}, but this autoplace reads versions "
+            f"{', '.join(map(str, READABLE))}: use the autoplace that wrote it, "
+            "or run `autoplace tune` again"
         )
     missing = [k for k in REQUIRED if k not in data]
     rec = data.get("recommendation", {})

@@ -58,7 +58,8 @@ class SyntheticBackend:
     when measured together (fresh in every call); ``group_drift`` maps the n-th
     ``measure_together`` call (from 1) to a factor on the step times of all its
     configurations: a slow spell; ``deviation`` gives a lower precision's deviation from
-    float32 (when the request asks for it; 0.1% otherwise).
+    float32 (when the request asks for it; 0.1% otherwise); ``compile_s`` a request's
+    compile seconds (0.1 otherwise).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class SyntheticBackend:
         turn_noise: float = 0.01,
         group_drift: Callable[[int], float] | None = None,
         deviation: Callable[[MeasureRequest], float] | None = None,
+        compile_s: Callable[[MeasureRequest], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -80,6 +82,7 @@ class SyntheticBackend:
         self.turn_noise = turn_noise
         self._group_drift = group_drift
         self._deviation = deviation
+        self._compile_s = compile_s
         self._drift = 1.0
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` call.
@@ -125,7 +128,7 @@ class SyntheticBackend:
             status="ok",
             reason="",
             lower_s=0.01,
-            compile_s=0.1,
+            compile_s=self._compile_s(request) if self._compile_s else 0.1,
             first_call_s=0.002,
             step_s=t,
             step_spread=0.01,

@@ -1,4 +1,5 @@
 import pytest
+import tomli_w
 
 from autoplace import ConfigFileError
 from autoplace import recommendation as rec
@@ -34,7 +35,16 @@ def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path):
     target.write_text("old")
     rec.write(target, document())
     assert [p.name for p in tmp_path.iterdir()] == ["autoplace.toml"]
-    assert rec.read(target)["schema_version"] == 1
+    assert rec.read(target)["schema_version"] == rec.SCHEMA_VERSION == 2
+
+
+def test_a_version_1_file_is_still_read(tmp_path):
+    # Version 1 is version 2 without the [explanation] section.
+    doc = {k: v for k, v in document().items() if k != "explanation"}
+    path = tmp_path / "old.toml"
+    path.write_text(tomli_w.dumps(rec._clean({**doc, "schema_version": 1})))
+    back = rec.read(path)
+    assert back["schema_version"] == 1 and back["recommendation"]["batch_size"] == 64
 
 
 def test_write_refuses_a_document_without_the_schema_version(tmp_path):

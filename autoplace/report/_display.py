@@ -16,6 +16,7 @@ from autoplace.measurement import Measurement
 from autoplace.tuning import EQUIVALENT
 
 if TYPE_CHECKING:
+    from autoplace.explaining import Explanation
     from autoplace.tuning import TuneResult
 
 
@@ -249,6 +250,11 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     tie = within_noise(rec)
     if tie:
         console.print(tie)
+    if result.explanation is not None:
+        # The verdict is said above; then the two sentences that say why.
+        for sentence in result.explanation.sentences[1:3]:
+            console.print(f"[bold]why:[/] {sentence}", highlight=False)
+        console.print("(all of it: autoplace explain" + (f" {result.out})" if result.out else ")"))
     if result.out:
         what = (
             "the pick so far (interrupted) written"
@@ -358,3 +364,41 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
         f"{study.get('failed')} failed of {study.get('space_size')}; jax {sw.get('jax')}, "
         f"autoplace {sw.get('autoplace')}; written {doc['created']}[/]"
     )
+
+
+def explanation_report(explanation: Explanation, console: Console | None = None) -> None:
+    """``autoplace explain``: the explanation's sentences, most important first, then each
+    arm's fitted line."""
+    console = console or Console()
+    for sentence in explanation.sentences:
+        console.print(f"• {sentence}", highlight=False)
+    table = Table(title=f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
+    for col in (
+        "arm",
+        "a (fixed)",
+        "c (per sample)",
+        "h (feeding)",
+        "fit error",
+        "departs at",
+        "one-off",
+    ):
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for model in explanation.models.values():
+        line = model.line(explanation.loop)
+        if line is None:
+            table.add_row(
+                model.label, "-", "-", "-", "one batch size", "-", units.seconds(model.one_off_s)
+            )
+            continue
+        table.add_row(
+            model.label,
+            units.seconds(line.fixed),
+            units.seconds(line.per_sample),
+            units.seconds(model.transfer_per_sample),
+            f"{units.percent(line.error)} ({len(line.batches)} batches)",
+            "-"
+            if line.departs_at is None
+            else f"{line.departs_at} (+{units.percent(line.departure)})",
+            units.seconds(model.one_off_s),
+        )
+    console.print(table)

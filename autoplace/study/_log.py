@@ -167,6 +167,12 @@ class OptunaStudyLog:
                 if key not in held:
                     self._study.set_user_attr(key, value)
 
+    @property
+    def study_attrs(self) -> dict[str, Any]:
+        """What the study was recorded with (workload, hardware, device memory, ...)."""
+        with self._errors():
+            return dict(self._study.user_attrs)
+
     def history(self) -> History:
         from optuna.trial import TrialState
 

@@ -6,12 +6,14 @@ Objectives say what "best" means; options turn what the user asked for into a
 groups measured at different times on one scale; ``_verdict`` judges what a study
 holds, once per pass, as a :class:`Standing`; ``_phases`` says how hard each phase
 (search, confirm, duel) measures; ``_loop`` is :func:`tune`, and ``_document`` the
-recommendation it writes.
+recommendation it writes; ``_explain`` is :func:`explain`, the study's pick explained
+(by :mod:`autoplace.explaining`).
 """
 
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
+from autoplace.tuning._explain import StudyView, explain, read_study
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._loop import partial_path, tune
 from autoplace.tuning._margin import Comparison, Scored, lower_bound, margin
@@ -55,11 +57,13 @@ __all__ = [
     "Space",
     "Standing",
     "Strategy",
+    "StudyView",
     "TrialEvent",
     "TuneResult",
     "build_document",
     "build_space",
     "corrected_scores",
+    "explain",
     "finalists_to_confirm",
     "latency",
     "lower_bound",
@@ -68,6 +72,7 @@ __all__ = [
     "partial_path",
     "phase_settings",
     "rank",
+    "read_study",
     "standing",
     "strategy_named",
     "throughput",

@@ -30,7 +30,10 @@ runs the steps in order and returns the first non-empty group (at most
    measured (emulated precisions on a CPU can run at half speed or less) and, for a
    wider precision, at one below the leader's anchor (its cliff comes first); an arm of
    a wider precision also one batch step below, a narrower one above: half the bytes
-   per sample, twice the batch before the same cliff.
+   per sample, twice the batch before the same cliff. An arm of another device is
+   never dropped, and is also tried at the leader's largest measured batch: a device
+   with a larger fixed cost per step (an accelerator's launch) loses at small batches
+   and can win at large ones (the seeds' GPU slower than the CPU on a tiny model).
 6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
 
@@ -199,9 +202,12 @@ class _View:
         return [self.config(arm, j) for j in (i + 1, i - 1) if self.free(arm, j)]
 
     def trails(self, arm: Arm, leader: _Leader) -> bool:
-        """Whether the leader beats ``arm`` by more than ``drop`` at every batch both measured,
-        one of them below the leader's anchor when ``arm`` is of a wider precision: its cliff
-        comes a batch step earlier, so past the anchor it may only have fallen off first."""
+        """Whether the leader beats ``arm``, an arm of its device, by more than ``drop`` at
+        every batch both measured, one of them below the leader's anchor when ``arm`` is of
+        a wider precision: its cliff comes a batch step earlier, so past the anchor it may
+        only have fallen off first."""
+        if arm[0] != leader.arm[0]:
+            return False  # another device: a slow start can hide the faster sample
         common = self.table[leader.arm].keys() & self.table[arm].keys()
         if _wider(arm, leader.arm) > 0 and not any(i < leader.anchor for i in common):
             return False
@@ -315,6 +321,10 @@ def at_anchor(view: _View, leader: _Leader) -> Group:
     batch step below it, a narrower one above (its cliffs come a step earlier, or later)."""
 
     def batches(arm: Arm) -> list[int]:
+        if arm[0] != leader.arm[0]:
+            # Another device: a larger fixed cost per step (an accelerator's launch) loses
+            # at small batches and can win at large ones, so also the leader's largest.
+            return [leader.anchor, max(view.table[leader.arm])]
         wider = _wider(arm, leader.arm)
         shifted = leader.anchor - 1 if wider > 0 else leader.anchor + 1
         return [leader.anchor] if wider == 0 else [leader.anchor, shifted]

@@ -8,6 +8,7 @@ docs/recommendation-file.md; :mod:`autoplace.recommendation` writes and reads it
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from autoplace.recommendation import SCHEMA_VERSION
@@ -16,6 +17,7 @@ from autoplace.tuning._margin import Comparison, Scored
 from autoplace.tuning._verdict import Standing
 
 if TYPE_CHECKING:
+    from autoplace.explaining import Explanation
     from autoplace.tuning._objectives import Objective
     from autoplace.tuning._space import Space
 
@@ -30,8 +32,10 @@ def build_document(
     workload: dict[str, Any],
     hw: dict[str, Any],
     sw: dict[str, Any],
+    device_memory: Mapping[str, int | None] | None = None,
+    explanation: Explanation | None = None,
 ) -> dict[str, Any]:
-    """The recommendation file's content."""
+    """The recommendation file's content (``[explanation]``: why the winner wins)."""
     figures, best = standing.figures, standing.best
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -66,8 +70,11 @@ def build_document(
             "batch_sizes": list(space.batch_sizes),
             "precisions": list(space.precisions),
             "widths": [w for w in space.widths if w is not None],
+            "device_memory": dict(device_memory or {}),
         },
     }
+    if explanation is not None:
+        doc["explanation"] = explanation.as_dict()
     if best is None:
         return doc
     if standing.runner_up is not None:

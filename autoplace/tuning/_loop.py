@@ -35,6 +35,7 @@ from typing import Any
 from autoplace import fingerprint, recommendation
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
+from autoplace.explaining import explain_standing
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
 from autoplace.settings import MeasureRequest, MeasureSettings
@@ -169,7 +170,7 @@ def tune(
             name=name,
             direction=obj.direction,
             objective=obj.name,
-            attrs=identity,
+            attrs={**identity, "device_memory": {d.name: d.memory_bytes for d in available}},
             devices=[d.name for d in available],
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
@@ -189,6 +190,8 @@ def tune(
             max_deviation,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
+    memory = {d.name: d.memory_bytes for d in available}
+    explanation = explain_standing(final, space=space, device_memory=memory)
     document = build_document(
         objective=obj,
         space=space,
@@ -198,10 +201,21 @@ def tune(
         workload=identity["workload"],
         hw=identity["hardware"],
         sw=identity["software"],
+        device_memory=memory,
+        explanation=explanation,
     )
     written = _write(out, document, interrupted) if out is not None and final.best else None
     return TuneResult(
-        name, mask_url(url), obj, space, final, new_trials, interrupted, written, document
+        name,
+        mask_url(url),
+        obj,
+        space,
+        final,
+        new_trials,
+        interrupted,
+        written,
+        document,
+        explanation,
     )
 
 

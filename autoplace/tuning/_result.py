@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from autoplace.config import Config
+from autoplace.explaining import Explanation
 from autoplace.measurement import Measurement
 from autoplace.tuning._margin import Scored
 from autoplace.tuning._objectives import Objective
@@ -51,6 +52,8 @@ class TuneResult:
     interrupted: bool
     out: Path | None
     document: dict[str, Any]
+    #: Why the winner wins: the cost model of each arm and its answers.
+    explanation: Explanation | None = None
 
     @property
     def measurements(self) -> dict[Config, Measurement]:

@@ -185,6 +185,20 @@ def test_a_wider_precision_behind_only_past_its_cliff_is_still_tried_below_it():
     assert min(scores, key=lambda c: -scores[c]) == Config("cpu:0", 32, "float32", None)
 
 
+def test_a_device_that_starts_slow_but_wins_at_large_batches_is_found():
+    # The seeds' case: cpu:0 stands for an accelerator, 2 ms to launch a step but 1 µs a
+    # sample; cpu:1 for a CPU, 0.1 ms and 4 µs. At the screen (256) cpu:1 is twice as
+    # fast, so cpu:0 is never dropped on that alone: at 4096 it is 3.5 times faster.
+    fixed, each = {"cpu:0": 2e-3, "cpu:1": 1e-4}, {"cpu:0": 1e-6, "cpu:1": 4e-6}
+
+    def curve(c: Config) -> float:
+        return c.batch_size / (fixed[c.device] + each[c.device] * c.batch_size)
+
+    space = Space(("cpu:0", "cpu:1"), BATCHES, ("float32",), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    assert max(scores, key=lambda c: scores[c]) == Config("cpu:0", 4096, "float32", None)
+
+
 def test_an_arm_of_a_wider_precision_is_tried_a_batch_below_where_its_cliff_comes_first():
     # As a transformer encoder ran on a 2-core CPU: a cliff once the activations outgrow
     # the caches, a batch step earlier in float32 (4 bytes) than in float16 (2 bytes).

@@ -1,0 +1,210 @@
+"""Answers derived from the arms' cost models, each a number with its basis.
+
+* :func:`crossover`: the batch above which one arm's step beats another's;
+* :func:`break_even`: after how many samples a configuration with the slower one-off
+  cost but the faster step overtakes another;
+* :func:`run_length_picks`: what time-to-finish would pick for short, medium, long runs;
+* :func:`transfer_share`: how much of the fed step is moving the batch to the device;
+* :func:`emulated`: lower precisions slower than float32 on a device;
+* :func:`memory_limit_batch`: the largest batch that fits under a device's memory with
+  a margin left free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+
+from autoplace.config import Config
+from autoplace.explaining._model import ArmModel, one_off
+from autoplace.measurement import Measurement
+
+#: Run lengths, in samples, that "short", "medium" and "long" runs stand for.
+RUN_LENGTHS = {"short": 1_000, "medium": 100_000, "long": 10_000_000}
+#: A lower precision whose time per sample exceeds float32's by more than this is emulated.
+EMULATED = 0.10
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossover:
+    """Where ``faster``'s line drops below ``slower``'s: ``above`` (``None``: never in
+    the range both lines hold for, ``1..within``), or from the start (``above == 0``)."""
+
+    faster: str
+    slower: str
+    above: float | None
+    within: int
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | None:
+    """Above which batch the arm with the smaller per-sample cost beats the other
+    (their lines held up to ``largest``, or their departure); ``None`` without lines."""
+    la, lb = a.line(loop), b.line(loop)
+    if la is None or lb is None:
+        return None
+    if la.per_sample > lb.per_sample:
+        a, b, la, lb = b, a, lb, la
+    # a has the smaller per-sample cost: it wins above b* = (a_a - a_b)/(c_b - c_a).
+    within = min(largest, *(x.departs_at or largest for x in (la, lb)))
+    if la.per_sample == lb.per_sample:
+        above = 0.0 if la.fixed <= lb.fixed else None
+    else:
+        above = max(0.0, (la.fixed - lb.fixed) / (lb.per_sample - la.per_sample))
+        if above > within:
+            above = None
+    return Crossover(faster=a.label, slower=b.label, above=above, within=within)
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakEven:
+    """``slow_start`` (more one-off cost, cheaper per sample) overtakes ``fast_start``
+    after ``samples`` samples (``steps`` of ``slow_start``'s batch)."""
+
+    slow_start: str
+    fast_start: str
+    samples: float
+    steps: float
+    one_off_s: tuple[float, float]
+    per_sample_s: tuple[float, float]
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def label(m: Measurement) -> str:
+    """The configuration ``m`` measured, as ``Config.label`` writes it."""
+    return Config(m.device, m.batch_size, m.precision, m.width).label()
+
+
+def per_sample(m: Measurement) -> float | None:
+    return m.fed_step_s / m.batch_size if m.fed_step_s else None
+
+
+def break_even(x: Measurement, y: Measurement) -> BreakEven | None:
+    """When the configuration with the larger one-off cost but the faster fed step
+    catches up with the other; ``None`` when one is better at both (no break-even)."""
+    ox, oy, px, py = one_off(x), one_off(y), per_sample(x), per_sample(y)
+    if None in (ox, oy, px, py):
+        return None
+    if (ox - oy) * (px - py) >= 0:  # type: ignore[operator]
+        return None
+    if ox < oy:  # type: ignore[operator]
+        x, y, ox, oy, px, py = y, x, oy, ox, py, px
+    samples = (ox - oy) / (py - px)  # type: ignore[operator]
+    return BreakEven(
+        slow_start=label(x),
+        fast_start=label(y),
+        samples=samples,
+        steps=samples / x.batch_size,
+        one_off_s=(ox, oy),  # type: ignore[arg-type]
+        per_sample_s=(px, py),  # type: ignore[arg-type]
+    )
+
+
+def finish_s(m: Measurement, samples: int) -> float | None:
+    """Seconds to run ``samples`` samples from a fresh process: the one-off costs, then
+    ``ceil(samples/b)`` fed steps (the first is the first call)."""
+    o = one_off(m)
+    if o is None or not m.fed_step_s:
+        return None
+    return o + (math.ceil(samples / m.batch_size) - 1) * m.fed_step_s
+
+
+def run_length_picks(figures: Mapping[Config, Measurement]) -> dict[str, dict[str, object]]:
+    """For each of :data:`RUN_LENGTHS`, the measured configuration that finishes first
+    (of those whose batch is no larger than the run)."""
+    out = {}
+    for name, samples in RUN_LENGTHS.items():
+        timed = [
+            (t, m)
+            for m in figures.values()
+            if m.batch_size <= samples and (t := finish_s(m, samples)) is not None
+        ]
+        if timed:
+            t, m = min(timed, key=lambda x: x[0])
+            out[name] = {"samples": samples, "pick": label(m), "seconds": t}
+    return out
+
+
+def transfer_share(m: Measurement) -> dict[str, float] | None:
+    """How much of ``m``'s fed step is feeding (putting the host batch on the device and
+    handling it), the measured put of one batch, and what keeping the data on the
+    device would gain (fed step over steady step, less one)."""
+    if not m.fed_step_s or not m.step_s:
+        return None
+    extra = max(0.0, m.fed_step_s - m.step_s)
+    return {
+        "fed_step_s": m.fed_step_s,
+        "step_s": m.step_s,
+        "share": extra / m.fed_step_s,
+        "transfer_s": m.transfer_s or 0.0,
+        "batch_bytes": float(m.batch_bytes or 0),
+        "gain_on_device": m.fed_step_s / m.step_s - 1.0,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Emulated:
+    """A lower precision slower than float32 on a device: ``ratio`` times float32's time
+    per sample (best against best), compiled to ``compute_dtypes``."""
+
+    device: str
+    precision: str
+    width: int | None
+    ratio: float
+    compute_dtypes: tuple[str, ...]
+    deviation: float | None
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def emulated(figures: Mapping[Config, Measurement], models: Iterable[ArmModel]) -> list[Emulated]:
+    """The lower precisions whose best time per sample exceeds float32's best on the same
+    device and width by more than :data:`EMULATED`."""
+    best: dict[tuple[str, str, int | None], float] = {}
+    for c, m in figures.items():
+        p = per_sample(m) if m.status == "ok" else None
+        if p is not None:
+            arm = (c.device, c.precision, c.width)
+            best[arm] = min(best.get(arm, math.inf), p)
+    out = []
+    for model in models:
+        device, precision, width = model.arm
+        f32 = best.get((device, "float32", width))
+        mine = best.get(model.arm)
+        if precision == "float32" or f32 is None or mine is None:
+            continue
+        if mine / f32 - 1.0 > EMULATED:
+            out.append(
+                Emulated(
+                    device, precision, width, mine / f32, model.compute_dtypes, model.deviation
+                )
+            )
+    return out
+
+
+def memory_limit_batch(
+    model: ArmModel, limit: int | None, margin: float
+) -> dict[str, float] | None:
+    """The largest batch whose predicted peak memory leaves ``margin`` of ``limit`` free,
+    from the arm's memory line ``m0 + m1·b``; ``None`` without a line or a limit."""
+    if model.memory is None or not limit:
+        return None
+    fixed, each = model.memory
+    room = (1.0 - margin) * limit - fixed
+    if each <= 0:
+        return None
+    largest = room / each
+    return {
+        "limit_bytes": float(limit),
+        "margin": margin,
+        "fixed_bytes": fixed,
+        "per_sample_bytes": each,
+        "largest_batch": largest,
+        "largest_power_of_two": float(2 ** math.floor(math.log2(largest))) if largest >= 1 else 0.0,
+    }

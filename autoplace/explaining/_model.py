@@ -1,0 +1,118 @@
+"""Each arm's cost model, built from the figures of a study (see ``_fit``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping
+
+from autoplace.config import Config
+from autoplace.explaining._fit import Line, Point, fit_line, fit_memory
+from autoplace.measurement import Measurement
+
+#: (device, precision, width)
+Arm = tuple[str, str, int | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmModel:
+    """What one arm costs, fitted from its measured configurations.
+
+    Attributes:
+        arm: (device, precision, width).
+        step: the steady loop's line (batch on the device), if determined.
+        fed: the fed loop's line (a fresh host batch each step), if determined.
+        one_off_s: lowering + compile + first call, median over its configurations.
+        memory: ``(m0, m1)``: peak bytes ``= m0 + m1·b``, if determined.
+        measured: the batch sizes that ran.
+        fails_from: the smallest batch that did not fit or timed out, if any.
+        compute_dtypes: the dtypes its compiled step computes in (from XLA).
+        deviation: its output's deviation from float32 (largest measured), if known.
+    """
+
+    arm: Arm
+    step: Line | None
+    fed: Line | None
+    one_off_s: float | None
+    memory: tuple[float, float] | None
+    measured: tuple[int, ...]
+    fails_from: int | None = None
+    compute_dtypes: tuple[str, ...] = ()
+    deviation: float | None = None
+
+    @property
+    def label(self) -> str:
+        device, precision, width = self.arm
+        return f"{device} {precision}" + (f" width {width}" if width is not None else "")
+
+    @property
+    def transfer_per_sample(self) -> float | None:
+        """``h``: the fed loop's extra seconds per sample (moving and handling the input)."""
+        if self.fed is None or self.step is None:
+            return None
+        return max(0.0, self.fed.per_sample - self.step.per_sample)
+
+    def line(self, loop: str) -> Line | None:
+        return self.fed if loop == "fed" else self.step
+
+    def as_dict(self) -> dict[str, object]:
+        device, precision, width = self.arm
+        return {
+            "device": device,
+            "precision": precision,
+            "width": width,
+            "measured": list(self.measured),
+            "fails_from": self.fails_from,
+            "step": self.step.as_dict() if self.step else None,
+            "fed": self.fed.as_dict() if self.fed else None,
+            "transfer_per_sample_s": self.transfer_per_sample,
+            "one_off_s": self.one_off_s,
+            "memory_fixed_bytes": self.memory[0] if self.memory else None,
+            "memory_per_sample_bytes": self.memory[1] if self.memory else None,
+            "compute_dtypes": list(self.compute_dtypes),
+            "deviation_vs_float32": self.deviation,
+        }
+
+
+def one_off(m: Measurement) -> float | None:
+    """Lowering + compile + first call: what a fresh process pays once."""
+    parts = (m.lower_s, m.compile_s, m.first_call_s)
+    return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+
+
+def arm_models(figures: Mapping[Config, Measurement]) -> dict[Arm, ArmModel]:
+    """Every arm's model from ``figures`` (one measurement per configuration)."""
+    by_arm: dict[Arm, list[Measurement]] = {}
+    for c, m in figures.items():
+        by_arm.setdefault((c.device, c.precision, c.width), []).append(m)
+    return {arm: _model(arm, ms) for arm, ms in by_arm.items()}
+
+
+def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
+    ran = sorted((m for m in ms if m.status == "ok"), key=lambda m: m.batch_size)
+    capped = [m.batch_size for m in ms if m.status in ("oom", "too_big", "timeout")]
+    step = [
+        Point(m.batch_size, m.step_s, m.step_spread or 0.0, m.step_samples or 1)
+        for m in ran
+        if m.step_s
+    ]
+    fed = [
+        Point(m.batch_size, m.fed_step_s, m.fed_step_spread or 0.0, len(m.fed_step_chunk_s) or 1)
+        for m in ran
+        if m.fed_step_s
+    ]
+    one_offs = [x for m in ran if (x := one_off(m)) is not None]
+    memory = [(m.batch_size, float(m.peak_bytes)) for m in ran if m.peak_bytes]
+    deviations = [m.deviation_vs_float32 for m in ran if m.deviation_vs_float32 is not None]
+    dtypes = tuple(dict.fromkeys(d for m in ran for d in m.compute_dtypes))
+    return ArmModel(
+        arm=arm,
+        step=fit_line(step),
+        fed=fit_line(fed),
+        one_off_s=statistics.median(one_offs) if one_offs else None,
+        memory=fit_memory(memory),
+        measured=tuple(m.batch_size for m in ran),
+        fails_from=min(capped) if capped else None,
+        compute_dtypes=dtypes,
+        deviation=max(deviations) if deviations else None,
+    )

@@ -1,0 +1,377 @@
+"""``autoplace report``: one self-contained HTML page of a study, readable offline.
+
+Plotly draws the figures (the library Optuna's own visualisation uses); its JavaScript is
+inlined once, so the page opens without a network, a CDN or a server. The page holds:
+
+1. the explanation's sentences;
+2. throughput against batch size for every arm: the measured points with their spread,
+   the fitted line's throughput ``b/(a + c·b)`` where it holds, crossovers marked;
+3. each finalist's costs split into their parts: one-off (lowering, compile, first call)
+   and per step (steady step, feeding);
+4. time from a fresh process against run length for the finalists, break-evens marked;
+5. memory against batch size with the device's limit and the margin left free;
+6. the table of every measurement (click a column's header to sort).
+
+Nothing here computes a figure: it draws the study's :class:`~autoplace.tuning.Standing`
+and its :class:`~autoplace.explaining.Explanation`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from autoplace import units
+from autoplace._atomic import write_atomic
+from autoplace.errors import BadInputError
+from autoplace.explaining import Explanation
+from autoplace.explaining._answers import finish_s, per_sample
+from autoplace.explaining._model import one_off
+from autoplace.measurement import Measurement
+
+#: Batches drawn along a fitted curve between two measured ones.
+_CURVE_POINTS = 60
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+
+
+def check_writable(out: str | Path) -> Path:
+    """Refuse, before any work, a report path that cannot be written."""
+    target = Path(out)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise BadInputError(
+            f"{target} is a folder: pass a file name for the report, e.g. report.html"
+        )
+    if not folder.is_dir():
+        raise BadInputError(f"no folder {folder} for the report: create it or pass another --out")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise BadInputError(f"cannot write {target}: pass an --out in a folder you can write")
+    return target
+
+
+def write_report(
+    source: str | Path,
+    out: str | Path = "autoplace-report.html",
+    workload: str | None = None,
+    *,
+    storage: str | None = None,
+    study: str | None = None,
+    objective: str = "throughput",
+) -> Path:
+    """Write the report of the study behind ``source`` (a recommendation file or a model
+    file, as :func:`autoplace.explain` takes) to ``out``, atomically; return the path. An
+    ``out`` that cannot be written is refused before the study is read."""
+    from autoplace.tuning import read_study
+
+    target = check_writable(out)
+    view = read_study(source, workload, storage=storage, study=study, objective=objective)
+    return write_atomic(target, render(view))
+
+
+def render(view: Any) -> str:
+    """The report's HTML."""
+    import plotly.graph_objects as go  # noqa: F401  (fails early if plotly is missing)
+
+    explanation: Explanation = view.explanation
+    standing = view.standing
+    figures = [m for m in standing.figures.values()]
+    finalists = [s.measurement for s in standing.ranked if s.confirmed] or [
+        s.measurement for s in standing.ranked[:3]
+    ]
+    parts = [
+        ("Throughput against batch size", _throughput(explanation, figures)),
+        ("Where the time goes, per finalist", _costs(finalists)),
+        ("Time from a fresh process against run length", _run_length(explanation, finalists)),
+        ("Memory against batch size", _memory(explanation, figures, view.device_memory)),
+    ]
+    blocks = []
+    for title, fig in parts:
+        if fig is None:
+            continue
+        body = fig.to_html(full_html=False, include_plotlyjs=not blocks)  # inlined once
+        blocks.append(f'<section class="plot"><h2>{html.escape(title)}</h2>{body}</section>')
+    sentences = "".join(f"<li>{html.escape(s)}</li>" for s in explanation.sentences)
+    return _PAGE.format(
+        title=html.escape(f"autoplace: {view.name}"),
+        study=html.escape(view.name),
+        objective=html.escape(standing.objective.describe()),
+        sentences=sentences,
+        plots="\n".join(blocks),
+        table=_table(figures, standing),
+    )
+
+
+def _log2_axis(title: str) -> dict[str, Any]:
+    return {"title": title, "type": "log", "dtick": math.log10(2), "tickformat": "d"}
+
+
+def _arm_key(m: Measurement) -> tuple[str, str, int | None]:
+    return (m.device, m.precision, m.width)
+
+
+def _throughput(explanation: Explanation, figures: Sequence[Measurement]) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for n, model in enumerate(explanation.models.values()):
+        color = _PALETTE[n % len(_PALETTE)]
+        ran = sorted(
+            (m for m in figures if _arm_key(m) == model.arm and m.status == "ok" and m.fed_step_s),
+            key=lambda m: m.batch_size,
+        )
+        if not ran:
+            continue
+        ys = [m.batch_size / m.fed_step_s for m in ran]  # type: ignore[operator]
+        errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
+        fig.add_trace(
+            go.Scatter(
+                x=[m.batch_size for m in ran],
+                y=ys,
+                mode="markers",
+                name=f"{model.label} (measured)",
+                marker={"color": color, "size": 8},
+                error_y={"type": "data", "array": errors, "visible": True},
+                legendgroup=model.label,
+            )
+        )
+        line = model.fed
+        if line is None:
+            continue
+        lo, hi = min(line.batches), max(line.batches)
+        xs = [lo * (hi / lo) ** (i / (_CURVE_POINTS - 1)) for i in range(_CURVE_POINTS)]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[b / line.at(b) for b in xs],
+                mode="lines",
+                line={"color": color, "dash": "dash"},
+                name=f"{model.label}: b/({units.seconds(line.fixed)} + "
+                f"{units.seconds(line.per_sample)}·b)",
+                legendgroup=model.label,
+            )
+        )
+        if line.departs_at is not None:
+            fig.add_vline(
+                x=line.departs_at,
+                line={"color": color, "dash": "dot"},
+                annotation_text=f"leaves the line: {line.departs_at}",
+            )
+    for x in explanation.crossovers:
+        if x.above is not None and x.above >= 1:
+            fig.add_vline(
+                x=x.above,
+                line={"color": "#555", "dash": "longdash"},
+                annotation_text=f"crossover ≈ {x.above:.0f}",
+                annotation_position="top left",
+            )
+    fig.update_layout(
+        xaxis=_log2_axis("batch size"),
+        yaxis={"title": "samples/s, feeding host batches", "type": "log"},
+        height=480,
+        margin={"t": 30},
+    )
+    return fig
+
+
+def _costs(finalists: Sequence[Measurement]) -> Any:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if not finalists:
+        return None
+    labels = [f"{m.device} b={m.batch_size} {m.precision}" for m in finalists]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("one-off, once per process", "per step"))
+    for name, value in (
+        ("lowering", lambda m: m.lower_s),
+        ("compile", lambda m: m.compile_s),
+        ("first call", lambda m: m.first_call_s),
+    ):
+        fig.add_trace(
+            go.Bar(x=labels, y=[value(m) or 0.0 for m in finalists], name=name), row=1, col=1
+        )
+    fig.add_trace(
+        go.Bar(x=labels, y=[m.step_s or 0.0 for m in finalists], name="steady step"), row=1, col=2
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=[max(0.0, (m.fed_step_s or 0.0) - (m.step_s or 0.0)) for m in finalists],
+            name="feeding (host → device, input handling)",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_layout(barmode="stack", height=420, margin={"t": 40})
+    fig.update_yaxes(title_text="seconds", row=1, col=1)
+    fig.update_yaxes(title_text="seconds", row=1, col=2)
+    return fig
+
+
+def _run_length(explanation: Explanation, finalists: Sequence[Measurement]) -> Any:
+    import plotly.graph_objects as go
+
+    timed = [m for m in finalists if one_off(m) is not None and per_sample(m)]
+    if not timed:
+        return None
+    fig = go.Figure()
+    samples = [round(10 ** (k / 8)) for k in range(0, 8 * 8 + 1)]  # 1 .. 1e8
+    for n, m in enumerate(timed):
+        fig.add_trace(
+            go.Scatter(
+                x=samples,
+                y=[finish_s(m, s) for s in samples],
+                mode="lines",
+                name=f"{m.device} b={m.batch_size} {m.precision}",
+                line={"color": _PALETTE[n % len(_PALETTE)]},
+            )
+        )
+    for even in explanation.break_even:
+        fig.add_vline(
+            x=even.samples,
+            line={"color": "#555", "dash": "longdash"},
+            annotation_text=f"break-even ≈ {even.samples:,.0f} samples",
+        )
+    fig.update_layout(
+        xaxis={"title": "samples in the run", "type": "log"},
+        yaxis={"title": "seconds from a fresh process", "type": "log"},
+        height=440,
+        margin={"t": 30},
+    )
+    return fig
+
+
+def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: Any) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    drawn = False
+    for n, model in enumerate(explanation.models.values()):
+        color = _PALETTE[n % len(_PALETTE)]
+        ran = sorted(
+            (m for m in figures if _arm_key(m) == model.arm and m.peak_bytes),
+            key=lambda m: m.batch_size,
+        )
+        if not ran:
+            continue
+        drawn = True
+        fig.add_trace(
+            go.Scatter(
+                x=[m.batch_size for m in ran],
+                y=[m.peak_bytes for m in ran],
+                mode="markers+lines",
+                name=model.label,
+                line={"color": color},
+            )
+        )
+    limits = {d: b for d, b in (memory or {}).items() if b}
+    for device, limit in limits.items():
+        fig.add_hline(y=limit, line={"color": "#d62728"}, annotation_text=f"{device} memory")
+        if explanation.memory is not None:
+            margin = explanation.memory["margin"]
+            fig.add_hline(
+                y=(1 - margin) * limit,
+                line={"color": "#d62728", "dash": "dot"},
+                annotation_text=f"{units.percent(margin)} left free",
+            )
+    if not drawn:
+        return None
+    fig.update_layout(
+        xaxis=_log2_axis("batch size"),
+        yaxis={"title": "peak bytes", "type": "log"},
+        height=420,
+        margin={"t": 30},
+    )
+    return fig
+
+
+_COLUMNS = (
+    ("device", lambda m: m.device),
+    ("batch", lambda m: m.batch_size),
+    ("precision", lambda m: m.precision),
+    ("width", lambda m: m.width if m.width is not None else ""),
+    ("status", lambda m: m.status),
+    ("samples/s (fed)", lambda m: m.fed_samples_per_s),
+    ("fed step (s)", lambda m: m.fed_step_s),
+    ("spread", lambda m: m.fed_step_spread),
+    ("steady step (s)", lambda m: m.step_s),
+    ("transfer (s)", lambda m: m.transfer_s),
+    ("lowering (s)", lambda m: m.lower_s),
+    ("compile (s)", lambda m: m.compile_s),
+    ("first call (s)", lambda m: m.first_call_s),
+    ("peak bytes", lambda m: m.peak_bytes),
+    ("deviation vs float32", lambda m: m.deviation_vs_float32),
+    ("reason", lambda m: m.reason),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "<td></td>"
+    if isinstance(value, float):
+        return f'<td data-v="{value!r}">{value:.4g}</td>'
+    if isinstance(value, int):
+        return f'<td data-v="{value}">{value}</td>'
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def _table(figures: Sequence[Measurement], standing: Any) -> str:
+    best = standing.best.config if standing.best else None
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
+    rows = []
+    for m in sorted(figures, key=lambda m: (m.device, m.precision, m.width or 0, m.batch_size)):
+        mark = ' class="winner"' if best and _is(m, best) else ""
+        cells = "".join(_cell(get(m)) for _, get in _COLUMNS)
+        rows.append(f"<tr{mark}>{cells}</tr>")
+    body = "".join(rows)
+    return f'<table id="measurements"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _is(m: Measurement, c: Any) -> bool:
+    return (m.device, m.batch_size, m.precision, m.width) == (
+        c.device,
+        c.batch_size,
+        c.precision,
+        c.width,
+    )
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }}
+h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.15em; margin-top: 2em; }}
+ul.why li {{ margin: .35em 0; }}
+table {{ border-collapse: collapse; font-size: 13px; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; }}
+th {{ cursor: pointer; background: #f4f4f4; position: sticky; top: 0; }}
+tr.winner td {{ background: #e8f5e9; font-weight: 600; }}
+.meta {{ color: #666; }}
+</style></head><body>
+<h1>Why the winner wins</h1>
+<p class="meta">study <code>{study}</code> — {objective}. Generated by autoplace from the
+study's own measurements; opens offline.</p>
+<ul class="why">{sentences}</ul>
+{plots}
+<section><h2>Every measurement</h2>{table}</section>
+<script>
+document.querySelectorAll('#measurements th').forEach(function (th, col) {{
+  th.addEventListener('click', function () {{
+    var body = th.closest('table').tBodies[0];
+    var rows = Array.from(body.rows);
+    var up = th.dataset.up !== '1'; th.dataset.up = up ? '1' : '0';
+    rows.sort(function (a, b) {{
+      var x = a.cells[col], y = b.cells[col];
+      var vx = x.dataset.v !== undefined ? parseFloat(x.dataset.v) : x.textContent;
+      var vy = y.dataset.v !== undefined ? parseFloat(y.dataset.v) : y.textContent;
+      return (vx > vy ? 1 : vx < vy ? -1 : 0) * (up ? 1 : -1);
+    }});
+    rows.forEach(function (r) {{ body.appendChild(r); }});
+  }});
+}});
+</script>
+</body></html>
+"""

@@ -1,0 +1,190 @@
+"""``autoplace.explain``: the explanation of a study's pick, from a recommendation file or
+a model file's study, reading the measurements the study holds (no JAX, no new runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autoplace import recommendation
+from autoplace.errors import BadInputError, StorageError
+from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
+from autoplace.study import (
+    History,
+    OptunaStudyLog,
+    close_storage,
+    default_url,
+    normalize_url,
+    open_storage,
+)
+from autoplace.tuning._objectives import make_objective
+from autoplace.tuning._space import Space
+from autoplace.tuning._verdict import Standing, standing
+
+#: A study needs this many measured configurations in the winner's arm for its line.
+MIN_POINTS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyView:
+    """A study read back for explaining: its verdict, space and explanation."""
+
+    name: str
+    standing: Standing
+    space: Space
+    explanation: Explanation
+    device_memory: Mapping[str, int | None]
+
+
+def explain(
+    source: str | Path,
+    workload: str | None = None,
+    *,
+    storage: str | None = None,
+    study: str | None = None,
+    objective: str = "throughput",
+    max_deviation: float | None = 0.05,
+    margin: float = MEMORY_MARGIN,
+) -> Explanation:
+    """Why a study's pick wins: ``source`` is a recommendation file (its study is read
+    from the storage it names, or ``storage``) or a model file (its study in
+    ``storage``, found by ``workload``, ``objective`` and the file's hash, or named by
+    ``study``). Raises :class:`~autoplace.BadInputError` when the study holds too few
+    measurements for a fit, saying which are missing and how to get them."""
+    return read_study(
+        source,
+        workload,
+        storage=storage,
+        study=study,
+        objective=objective,
+        max_deviation=max_deviation,
+        margin=margin,
+    ).explanation
+
+
+def read_study(
+    source: str | Path,
+    workload: str | None = None,
+    *,
+    storage: str | None = None,
+    study: str | None = None,
+    objective: str = "throughput",
+    max_deviation: float | None = 0.05,
+    margin: float = MEMORY_MARGIN,
+) -> StudyView:
+    """The study behind ``source`` (see :func:`explain`), judged and explained."""
+    path = Path(source)
+    if not path.is_file():
+        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+    doc: dict[str, Any] | None = None
+    if path.suffix == ".toml":
+        doc = recommendation.read(path)
+        study = study or doc["study"]["name"]
+        objective = doc["objective"]["name"]
+        run = {
+            k: doc["objective"][k] for k in ("steps", "samples", "epochs") if k in doc["objective"]
+        }
+        url = normalize_url(storage) if storage else _stored_url(doc, path)
+    else:
+        run = {}
+        url = normalize_url(storage) if storage else default_url()
+    obj = make_objective(objective, **run) if run else make_objective(objective)
+    opened = open_storage(url)
+    try:
+        name = study or _find_study(opened, url, path, workload, obj.name)
+        history, devices, widths, attrs = _read_study(opened, url, name, obj)
+    finally:
+        close_storage(opened)
+    ok = [c for c, m in history.figures().items() if m.status == "ok"]
+    if not ok:
+        raise BadInputError(
+            f"study {name!r} holds no measurement that ran: run `autoplace tune {path}` first"
+        )
+    batches = sorted({c.batch_size for c in history.figures()})
+    space = Space(
+        tuple(sorted(devices)),
+        tuple(batches),
+        tuple(dict.fromkeys(c.precision for c in history.figures())),
+        tuple(widths) or (None,),
+    )
+    now = standing(history, obj, space, max_deviation)
+    best = now.best
+    if best is not None:
+        arm = (best.measurement.device, best.measurement.precision, best.measurement.width)
+        same = sorted({c.batch_size for c in ok if (c.device, c.precision, c.width) == arm})
+        if len(same) < MIN_POINTS:
+            raise BadInputError(
+                f"study {name!r} measured {best.config.label()}'s arm at one batch size "
+                f"({same[0]}): a cost model needs two; run `autoplace tune` on it again "
+                "without --trials, or with --batch-sizes covering a neighbour"
+            )
+    memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
+        "device_memory", {}
+    )
+    explanation = explain_standing(now, space=space, device_memory=memory, margin=margin)
+    return StudyView(name, now, space, explanation, memory)
+
+
+def _stored_url(doc: dict[str, Any], path: Path) -> str:
+    stored = doc["study"].get("storage", "")
+    if "***" in stored or not stored:
+        raise BadInputError(
+            f"{path} names its study storage with the password masked: pass --storage URL"
+        )
+    return normalize_url(stored)
+
+
+def _find_study(storage: Any, url: str, model: Path, workload: str | None, objective: str) -> str:
+    """The study of ``model``'s ``workload`` for ``objective`` in ``storage`` (the default
+    study name starts with workload, objective and the first 8 hex digits of the hash)."""
+    sha = hashlib.sha256(model.read_bytes()).hexdigest()[:8]
+    try:
+        names = [s.study_name for s in storage.get_all_studies()]
+    except Exception as exc:
+        raise StorageError(f"cannot read the studies in {url}: {exc}") from exc
+    found = [
+        n
+        for n in names
+        if f"-{objective}-{sha}-" in n and (workload is None or n.startswith(f"{workload}-"))
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise BadInputError(
+            f"no {objective} study of {model} (this version of it) in the storage: run "
+            f"`autoplace tune {model}` first, or pass --study NAME / --storage URL"
+        )
+    raise BadInputError(
+        f"{model} has several studies ({', '.join(sorted(found))}): pick one with --workload NAME"
+    )
+
+
+def _read_study(
+    storage: Any, url: str, name: str, obj: Any
+) -> tuple[History, Sequence[str], Sequence[int], Mapping[str, Any]]:
+    """The history of study ``name``, its devices and widths; a missing study is bad input."""
+    try:
+        storage.get_study_id_from_name(name)
+    except KeyError:
+        raise BadInputError(
+            f"no study {name!r} in the storage: run `autoplace tune` first, or pass --storage"
+        ) from None
+    log = OptunaStudyLog(
+        storage,
+        url,
+        name=name,
+        direction=obj.direction,
+        objective=obj.name,
+        attrs={},
+        devices=["cpu:0"],
+        with_width=True,
+        stale_after_s=0.0,
+    )
+    history = log.history()
+    configs = list(history.figures())
+    devices = sorted({c.device for c in configs})
+    widths = sorted({c.width for c in configs if c.width is not None})
+    return history, devices, widths, log.study_attrs

@@ -1,0 +1,178 @@
+"""Is the explanation's cost model right at a batch size the search did not measure?
+
+For each example workload, in ONE run on one machine:
+
+a. ``autoplace tune`` with its defaults (a fresh study): the explanation, fitted from the
+   study's own measurements;
+b. in the winner's arm, a batch size the search did not measure, inside the range the fed
+   line was fitted to (the one nearest its middle, in log2); if every batch there was
+   measured, one step beyond the range, and the row says it is an extrapolation;
+c. that batch and its nearest measured neighbour are timed in turns, ``--rounds`` times
+   in one warm worker (each round one ``measure_together`` call, the full 1 s cap each);
+d. the model's prediction ``a + c·b`` is compared with each round's fed step at that
+   batch: *error* is the median over rounds of measured / predicted − 1. *Drift-free
+   error* compares the ratio of the two measured in turns with the ratio the line
+   predicts for them, which cancels the machine's drift since the tune;
+e. the explanation's sentences are kept with the figures (the README quotes them).
+
+Run from the repository root:  python benchmarks/explain_benchmark.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from results_file import write_results
+
+import autoplace
+from autoplace import Config, MeasureRequest, MeasureSettings
+from autoplace.workload import ModelFile
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = {
+    "mlp": ("studies/mnist_mlp.py", "mlp"),
+    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
+    "vgg": ("studies/vgg_predict.py", "vgg"),
+    "lstm": ("studies/lstm_classifier.py", "lstm"),
+    "classify": ("studies/single_image.py", "classify"),
+}
+TARGET = 0.15
+
+
+def unmeasured_batch(result: Any) -> tuple[int, bool] | None:
+    """A batch of the winner's arm the search did not measure, inside the fed line's range
+    if there is one (nearest its middle in log2), else one step beyond; and whether it is
+    an extrapolation."""
+    best = result.best.measurement
+    arm = (best.device, best.precision, best.width)
+    model = result.explanation.models[arm]
+    line = model.fed
+    if line is None:
+        return None
+    batches = list(result.space.batch_sizes)
+    measured = set(model.measured)
+    lo, hi = min(line.batches), max(line.batches)
+    middle = (math.log2(lo) + math.log2(hi)) / 2
+    inside = [b for b in batches if lo < b < hi and b not in measured]
+    if inside:
+        return min(inside, key=lambda b: abs(math.log2(b) - middle)), False
+    beyond = [b for b in batches if b not in measured and (b < lo or b > hi)]
+    if not beyond:
+        return None
+    return min(beyond, key=lambda b: min(abs(math.log2(b / lo)), abs(math.log2(b / hi)))), True
+
+
+def bench(key: str, rounds: int, tmp: Path) -> dict[str, Any]:
+    path, name = WORKLOADS[key]
+    model = ROOT / path
+    t = time.perf_counter()
+    result = autoplace.tune(
+        model, workload=name, storage=f"sqlite:///{tmp / f'{key}.db'}", out=None
+    )
+    wall = time.perf_counter() - t
+    found = unmeasured_batch(result)
+    row: dict[str, Any] = {
+        "workload": key,
+        "tune_wall_s": wall,
+        "pick": result.best.config.label(),
+        "sentences": list(result.explanation.sentences),
+    }
+    if found is None:
+        row["skipped"] = "every batch of the winner's arm was measured, or no line"
+        return row
+    target, extrapolated = found
+    best = result.best.measurement
+    arm = (best.device, best.precision, best.width)
+    line = result.explanation.models[arm].fed
+    neighbour = min(
+        result.explanation.models[arm].measured, key=lambda b: abs(math.log2(b / target))
+    )
+    mf = ModelFile.at(model)
+    settings = MeasureSettings(deviation=False, target_spread=0.0)
+    configs = [Config(best.device, b, best.precision, best.width) for b in (target, neighbour)]
+    requests = [MeasureRequest(str(mf.path), mf.sha256, name, c, settings) for c in configs]
+    measured: dict[int, list[float]] = {target: [], neighbour: []}
+    with autoplace.SubprocessBackend() as backend:
+        backend.measure_together(requests)  # compile and warm both
+        for r in range(rounds):
+            order = requests[r % 2 :] + requests[: r % 2]
+            for request, m in zip(order, backend.measure_together(order), strict=True):
+                measured[request.config.batch_size].append(m.fed_step_s)
+    predicted = line.at(target)
+    errors = [x / predicted - 1.0 for x in measured[target]]
+    predicted_ratio = line.at(target) / line.at(neighbour)
+    drift_free = [
+        (x / y) / predicted_ratio - 1.0
+        for x, y in zip(measured[target], measured[neighbour], strict=True)
+    ]
+    row.update(
+        {
+            "batch": target,
+            "extrapolated": extrapolated,
+            "neighbour": neighbour,
+            "line": line.as_dict(),
+            "predicted_fed_step_s": predicted,
+            "measured_fed_step_s": measured[target],
+            "neighbour_fed_step_s": measured[neighbour],
+            "error_median": statistics.median(errors),
+            "error_range": [min(errors), max(errors)],
+            "drift_free_error_median": statistics.median(drift_free),
+            "within_target": abs(statistics.median(errors)) <= TARGET,
+        }
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.workloads.split(","):
+            print(f"== {key}", flush=True)
+            row = bench(key, args.rounds, Path(tmp))
+            rows.append(row)
+            if "batch" in row:
+                print(
+                    f"   pick {row['pick']}; batch {row['batch']} (not measured"
+                    f"{', extrapolated' if row['extrapolated'] else ''}): predicted "
+                    f"{row['predicted_fed_step_s'] * 1e3:.3g} ms, measured median "
+                    f"{statistics.median(row['measured_fed_step_s']) * 1e3:.3g} ms, error "
+                    f"{row['error_median']:+.1%} "
+                    f"(drift-free {row['drift_free_error_median']:+.1%})",
+                    flush=True,
+                )
+            else:
+                print(f"   {row['skipped']}", flush=True)
+            for sentence in row["sentences"][:3]:
+                print(f"   - {sentence}", flush=True)
+    errors = [abs(r["error_median"]) for r in rows if "error_median" in r]
+    summary = {
+        "median_abs_error": statistics.median(errors) if errors else None,
+        "max_abs_error": max(errors) if errors else None,
+        "within_target": sum(r.get("within_target", False) for r in rows),
+        "workloads": len(rows),
+        "target": TARGET,
+    }
+    print(summary)
+    with autoplace.SubprocessBackend() as backend:
+        devices = backend.devices()
+    path = write_results(
+        "explain",
+        devices,
+        ROOT / "benchmarks" / "results",
+        {"summary": summary, "workloads": rows, "rounds": args.rounds},
+    )
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The explanation against a synthetic machine whose costs are known exactly.
+
+cpu:0 launches slowly (a = 2 ms, like an accelerator's dispatch) but costs 1 µs a
+sample, and its steps run 2x slower from batch 4096 on (a cache cliff); cpu:1
+launches fast (0.1 ms) but costs 4 µs a sample. Their lines cross at batch
+(2e-3 - 1e-4) / (4e-6 - 1e-6) = 633. cpu:0 compiles in 1 s, cpu:1 in 0.1 s. The
+synthetic backend's fed loop runs 1.1x the step (so the fed line is 1.1 a + 1.1 c b).
+"""
+
+import math
+
+import pytest
+from synthetic import SyntheticBackend, step_time
+
+import autoplace
+from autoplace import Config, Grid
+from autoplace.tuning import DEFAULT_BATCH_SIZES
+
+FIXED = {"cpu:0": 2e-3, "cpu:1": 1e-4}
+PER_SAMPLE = {"cpu:0": 1e-6, "cpu:1": 4e-6}
+COMPILE = {"cpu:0": 1.0, "cpu:1": 0.1}
+CLIFF = 4096
+CROSSOVER = (FIXED["cpu:0"] - FIXED["cpu:1"]) / (PER_SAMPLE["cpu:1"] - PER_SAMPLE["cpu:0"])
+
+
+def true_step(device: str, batch: int) -> float:
+    t = FIXED[device] + PER_SAMPLE[device] * batch
+    return t * (2.0 if device == "cpu:0" and batch >= CLIFF else 1.0)
+
+
+def slowdown(request):
+    c = request.config
+    return true_step(c.device, c.batch_size) / step_time(c.device, c.batch_size, c.precision)
+
+
+@pytest.fixture(scope="module")
+def grid_result(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("explain")
+    model = tmp / "m.py"
+    model.write_text("# synthetic\n")
+    backend = SyntheticBackend(
+        devices=("cpu:0", "cpu:1"),
+        slowdown=slowdown,
+        turn_noise=0.03,
+        compile_s=lambda r: COMPILE[r.config.device],
+    )
+    return autoplace.tune(
+        model,
+        batch_sizes=DEFAULT_BATCH_SIZES,
+        devices=("cpu:0", "cpu:1"),
+        precisions=("float32",),
+        storage=f"sqlite:///{tmp / 's.db'}",
+        out=tmp / "autoplace.toml",
+        backend=backend,
+        strategy=Grid(),
+    )
+
+
+def arm(result, device):
+    return result.explanation.models[(device, "float32", 64)]
+
+
+@pytest.mark.parametrize("device", ["cpu:0", "cpu:1"])
+def test_fixed_and_per_sample_costs_within_ten_percent(grid_result, device):
+    line = arm(grid_result, device).fed
+    assert line.fixed == pytest.approx(1.1 * FIXED[device], rel=0.10)
+    assert line.per_sample == pytest.approx(1.1 * PER_SAMPLE[device], rel=0.10)
+
+
+def test_the_cliff_is_found_where_it_starts(grid_result):
+    assert arm(grid_result, "cpu:0").fed.departs_at == CLIFF
+    assert arm(grid_result, "cpu:1").fed.departs_at is None
+
+
+def test_the_crossover_within_a_power_of_two(grid_result):
+    (x,) = grid_result.explanation.crossovers
+    assert x.faster.startswith("cpu:0")  # the cheaper sample wins above the crossover
+    assert CROSSOVER / 2 <= x.above <= CROSSOVER * 2
+    assert any(f"Above batch {x.above:.0f}" in s for s in grid_result.explanation.sentences)
+
+
+def test_the_compile_break_even_within_twenty_percent(grid_result):
+    (even,) = grid_result.explanation.break_even
+    win = grid_result.best.measurement
+    other = grid_result.standing.per_group[1].measurement
+    assert even.slow_start == Config(win.device, win.batch_size, "float32", 64).label()
+
+    def truth(m):  # one-off and per-sample seconds of the synthetic machine
+        one_off = 0.01 + COMPILE[m.device] + 0.002
+        return one_off, 1.1 * true_step(m.device, m.batch_size) / m.batch_size
+
+    (o1, p1), (o2, p2) = truth(win), truth(other)
+    assert even.samples == pytest.approx((o1 - o2) / (p2 - p1), rel=0.20)
+
+
+def test_run_length_picks_follow_the_break_even(grid_result):
+    picks = grid_result.explanation.run_lengths
+    assert picks["short"]["pick"].startswith("cpu:1")  # the fast compile wins a short run
+    assert picks["long"]["pick"].startswith("cpu:0")
+
+
+def test_the_file_holds_the_explanation_and_reads_back(grid_result):
+    doc = autoplace.recommendation.read(grid_result.out)
+    assert doc["schema_version"] == 2
+    section = doc["explanation"]
+    assert section["sentences"] == list(grid_result.explanation.sentences)
+    fitted = {(a["device"], a["precision"]): a for a in section["arms"]}
+    assert math.isclose(
+        fitted[("cpu:1", "float32")]["fed"]["per_sample_s"],
+        arm(grid_result, "cpu:1").fed.per_sample,
+    )
+
+
+def test_explain_reads_the_same_from_the_file(grid_result):
+    again = autoplace.explain(grid_result.out)
+    assert again.sentences == grid_result.explanation.sentences
+
+
+def test_the_verdict_comes_first(grid_result):
+    first = grid_result.explanation.sentences[0]
+    assert first.startswith(grid_result.best.config.label() + " wins")

@@ -1,0 +1,72 @@
+"""``autoplace.explain`` and ``autoplace explain`` on studies the synthetic backend filled."""
+
+import json
+
+import pytest
+from synthetic import SyntheticBackend
+
+import autoplace
+from autoplace import BadInputError
+from autoplace.cli import main
+
+
+def tuned(tmp_path, **options):
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    out = tmp_path / "autoplace.toml"
+    result = autoplace.tune(
+        model,
+        precisions=("float32", "bfloat16"),
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        out=out,
+        backend=SyntheticBackend(),
+        **options,
+    )
+    return model, out, result
+
+
+def test_explain_a_model_file_finds_its_study(tmp_path):
+    model, out, result = tuned(tmp_path)
+    by_file = autoplace.explain(out)
+    by_model = autoplace.explain(model, storage=f"sqlite:///{tmp_path / 's.db'}")
+    assert by_model.sentences == by_file.sentences == result.explanation.sentences
+
+
+def test_too_few_batch_sizes_for_a_line_is_bad_input_naming_the_fix(tmp_path):
+    _, out, _ = tuned(tmp_path, trials=2)  # the screen: each arm at one batch
+    with pytest.raises(BadInputError, match="needs two") as info:
+        autoplace.explain(out)
+    assert "autoplace tune" in str(info.value)
+
+
+def test_a_model_file_without_a_study_is_bad_input(tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    with pytest.raises(BadInputError, match="autoplace tune"):
+        autoplace.explain(model, storage=f"sqlite:///{tmp_path / 'empty.db'}")
+
+
+def run_cli(capsys, *args):
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return (0 if code is None else int(code)), out, err
+
+
+def test_the_command_prints_the_sentences_and_json(tmp_path, capsys):
+    _, out, result = tuned(tmp_path)
+    code, printed, _ = run_cli(capsys, "explain", str(out))
+    assert code == 0
+    assert result.explanation.sentences[0].split(" wins")[0] in printed
+    assert "Cost model per arm" in printed
+    code, printed, _ = run_cli(capsys, "explain", str(out), "--json")
+    assert code == 0
+    assert json.loads(printed)["sentences"] == list(result.explanation.sentences)
+
+
+def test_the_command_on_a_missing_file_says_so_in_one_line(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "explain", str(tmp_path / "nope.toml"))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "no file at" in err
