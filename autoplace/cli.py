@@ -306,12 +306,14 @@ def show(
         recommendation_report(document)
 
 
+StudySourceArg = Annotated[
+    Path, typer.Argument(help="A recommendation file, or a model file whose study to read.")
+]
+
+
 @app.command()
 def explain(
-    source: Annotated[
-        Path,
-        typer.Argument(help="A recommendation file, or a model file whose study to read."),
-    ] = Path("autoplace.toml"),
+    source: StudySourceArg = Path("autoplace.toml"),
     workload: WorkloadOpt = None,
     storage: StorageOpt = None,
     study: StudyOpt = None,
@@ -335,10 +337,7 @@ def explain(
 
 @app.command()
 def report(
-    source: Annotated[
-        Path,
-        typer.Argument(help="A recommendation file, or a model file whose study to read."),
-    ] = Path("autoplace.toml"),
+    source: StudySourceArg = Path("autoplace.toml"),
     out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML page.")] = Path(
         "autoplace-report.html"
     ),

@@ -4,9 +4,10 @@ For each example workload, in ONE run on one machine:
 
 a. ``autoplace tune`` with its defaults (a fresh study): the explanation, fitted from the
    study's own measurements;
-b. in the winner's arm, a batch size the search did not measure, inside the range the fed
-   line was fitted to (the one nearest its middle, in log2); if every batch there was
-   measured, one step beyond the range, and the row says it is an extrapolation;
+b. a batch size the search did not measure, inside the range an arm's fed line holds for
+   (nearest its middle, in log2), in the winner's arm if it has one, else in the arm
+   measured at the most batches; if no arm has one, one step beyond the winner's range,
+   and the row says it is an extrapolation;
 c. that batch and its nearest measured neighbour are timed in turns, ``--rounds`` times
    in one warm worker (each round one ``measure_together`` call, the full 1 s cap each);
 d. the model's prediction ``a + c·b`` is compared with each round's fed step at that
@@ -45,27 +46,34 @@ WORKLOADS = {
 TARGET = 0.15
 
 
-def unmeasured_batch(result: Any) -> tuple[int, bool] | None:
-    """A batch of the winner's arm the search did not measure, inside the fed line's range
-    if there is one (nearest its middle in log2), else one step beyond; and whether it is
-    an extrapolation."""
+def unmeasured_batch(result: Any) -> tuple[tuple, int, bool] | None:
+    """An arm and a batch of it the search did not measure, inside the range its fed line
+    holds for (nearest the middle, in log2): the winner's arm if it has one, else the arm
+    measured at the most batches; failing that, one step beyond the winner's range. Also
+    whether it is an extrapolation."""
+    batches = list(result.space.batch_sizes)
     best = result.best.measurement
-    arm = (best.device, best.precision, best.width)
-    model = result.explanation.models[arm]
-    line = model.fed
+    winner = (best.device, best.precision, best.width)
+    models = result.explanation.models
+    order = sorted(models, key=lambda arm: (arm != winner, -len(models[arm].measured)))
+    for arm in order:
+        line = models[arm].fed
+        if line is None:
+            continue
+        lo, hi = min(line.batches), max(line.batches)
+        middle = (math.log2(lo) + math.log2(hi)) / 2
+        inside = [b for b in batches if lo < b < hi and b not in models[arm].measured]
+        if inside:
+            return arm, min(inside, key=lambda b: abs(math.log2(b) - middle)), False
+    line = models[winner].fed
     if line is None:
         return None
-    batches = list(result.space.batch_sizes)
-    measured = set(model.measured)
     lo, hi = min(line.batches), max(line.batches)
-    middle = (math.log2(lo) + math.log2(hi)) / 2
-    inside = [b for b in batches if lo < b < hi and b not in measured]
-    if inside:
-        return min(inside, key=lambda b: abs(math.log2(b) - middle)), False
-    beyond = [b for b in batches if b not in measured and (b < lo or b > hi)]
+    beyond = [b for b in batches if b not in models[winner].measured and (b < lo or b > hi)]
     if not beyond:
         return None
-    return min(beyond, key=lambda b: min(abs(math.log2(b / lo)), abs(math.log2(b / hi)))), True
+    nearest = min(beyond, key=lambda b: min(abs(math.log2(b / lo)), abs(math.log2(b / hi))))
+    return winner, nearest, True
 
 
 def bench(key: str, rounds: int, tmp: Path) -> dict[str, Any]:
@@ -86,16 +94,15 @@ def bench(key: str, rounds: int, tmp: Path) -> dict[str, Any]:
     if found is None:
         row["skipped"] = "every batch of the winner's arm was measured, or no line"
         return row
-    target, extrapolated = found
-    best = result.best.measurement
-    arm = (best.device, best.precision, best.width)
+    arm, target, extrapolated = found
+    device, precision, width = arm
     line = result.explanation.models[arm].fed
     neighbour = min(
         result.explanation.models[arm].measured, key=lambda b: abs(math.log2(b / target))
     )
     mf = ModelFile.at(model)
     settings = MeasureSettings(deviation=False, target_spread=0.0)
-    configs = [Config(best.device, b, best.precision, best.width) for b in (target, neighbour)]
+    configs = [Config(device, b, precision, width) for b in (target, neighbour)]
     requests = [MeasureRequest(str(mf.path), mf.sha256, name, c, settings) for c in configs]
     measured: dict[int, list[float]] = {target: [], neighbour: []}
     with autoplace.SubprocessBackend() as backend:
@@ -113,6 +120,7 @@ def bench(key: str, rounds: int, tmp: Path) -> dict[str, Any]:
     ]
     row.update(
         {
+            "arm": f"{device} {precision} width={width}",
             "batch": target,
             "extrapolated": extrapolated,
             "neighbour": neighbour,
@@ -142,7 +150,7 @@ def main() -> None:
             rows.append(row)
             if "batch" in row:
                 print(
-                    f"   pick {row['pick']}; batch {row['batch']} (not measured"
+                    f"   pick {row['pick']}; {row['arm']} batch {row['batch']} (not measured"
                     f"{', extrapolated' if row['extrapolated'] else ''}): predicted "
                     f"{row['predicted_fed_step_s'] * 1e3:.3g} ms, measured median "
                     f"{statistics.median(row['measured_fed_step_s']) * 1e3:.3g} ms, error "

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from autoplace.config import Config
-from autoplace.explaining._model import ArmModel, one_off
+from autoplace.explaining._model import TIMED_CHUNKS, ArmModel, one_off
 from autoplace.measurement import Measurement
 
 #: Run lengths, in samples, that "short", "medium" and "long" runs stand for.
@@ -28,35 +29,41 @@ EMULATED = 0.10
 
 @dataclasses.dataclass(frozen=True)
 class Crossover:
-    """Where ``faster``'s line drops below ``slower``'s: ``above`` (``None``: never in
-    the range both lines hold for, ``1..within``), or from the start (``above == 0``)."""
+    """Where ``faster``'s line (the smaller cost per sample) drops below ``slower``'s:
+    above batch ``above``, within ``low..high``, the batches both lines hold for;
+    ``above == low``: at every one of them; ``None``: at none."""
 
     faster: str
     slower: str
     above: float | None
-    within: int
+    low: int
+    high: int
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
 def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | None:
-    """Above which batch the arm with the smaller per-sample cost beats the other
-    (their lines held up to ``largest``, or their departure); ``None`` without lines."""
+    """Above which batch the arm with the smaller per-sample cost beats the other, within
+    the batches both lines hold for (up to ``largest``); ``None`` without lines, or when
+    the batches they hold for do not overlap."""
     la, lb = a.line(loop), b.line(loop)
     if la is None or lb is None:
+        return None
+    low = max(min(la.batches), min(lb.batches))
+    high = min(largest, max(la.batches), max(lb.batches))
+    if low > high:
         return None
     if la.per_sample > lb.per_sample:
         a, b, la, lb = b, a, lb, la
     # a has the smaller per-sample cost: it wins above b* = (a_a - a_b)/(c_b - c_a).
-    within = min(largest, *(x.departs_at or largest for x in (la, lb)))
     if la.per_sample == lb.per_sample:
-        above = 0.0 if la.fixed <= lb.fixed else None
+        above: float | None = low if la.fixed <= lb.fixed else None
     else:
-        above = max(0.0, (la.fixed - lb.fixed) / (lb.per_sample - la.per_sample))
-        if above > within:
+        above = max(low, (la.fixed - lb.fixed) / (lb.per_sample - la.per_sample))
+        if above > high:
             above = None
-    return Crossover(faster=a.label, slower=b.label, above=above, within=within)
+    return Crossover(faster=a.label, slower=b.label, above=above, low=low, high=high)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,21 +137,28 @@ def run_length_picks(figures: Mapping[Config, Measurement]) -> dict[str, dict[st
     return out
 
 
-def transfer_share(m: Measurement) -> dict[str, float] | None:
-    """How much of ``m``'s fed step is feeding (putting the host batch on the device and
-    handling it), the measured put of one batch, and what keeping the data on the
-    device would gain (fed step over steady step, less one)."""
-    if not m.fed_step_s or not m.step_s:
+def transfer_share(m: Measurement) -> dict[str, Any] | None:
+    """How much of ``m``'s fed step is feeding the batch, and what keeping the data on the
+    device would gain. The basis is the fed loop against the steady loop when both were
+    timed (``loops``: their difference is the put and the input handling); else the
+    measured put of one batch (``put``: a median of at least three)."""
+    if not m.fed_step_s:
         return None
-    extra = max(0.0, m.fed_step_s - m.step_s)
-    return {
+    out: dict[str, Any] = {
         "fed_step_s": m.fed_step_s,
-        "step_s": m.step_s,
-        "share": extra / m.fed_step_s,
-        "transfer_s": m.transfer_s or 0.0,
+        "transfer_s": m.transfer_s,
         "batch_bytes": float(m.batch_bytes or 0),
-        "gain_on_device": m.fed_step_s / m.step_s - 1.0,
     }
+    if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS:
+        share = max(0.0, m.fed_step_s - m.step_s) / m.fed_step_s
+        out.update(basis="loops", step_s=m.step_s)
+    elif m.transfer_s is not None:
+        share = min(1.0, m.transfer_s / m.fed_step_s)
+        out.update(basis="put")
+    else:
+        return None
+    out.update(share=share, gain_on_device=share / (1.0 - share) if share < 1 else None)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,6 +27,7 @@ from autoplace.explaining._answers import (
     run_length_picks,
     transfer_share,
 )
+from autoplace.explaining._fit import DEPARTURE
 from autoplace.explaining._model import Arm, ArmModel, arm_models
 from autoplace.measurement import Measurement
 
@@ -61,7 +62,7 @@ class Explanation:
     crossovers: tuple[Crossover, ...] = ()
     break_even: tuple[BreakEven, ...] = ()
     run_lengths: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
-    transfer: Mapping[str, float] | None = None
+    transfer: Mapping[str, Any] | None = None
     emulated: tuple[Emulated, ...] = ()
     memory: Mapping[str, float] | None = None
     sentences: tuple[str, ...] = ()
@@ -147,6 +148,9 @@ def _sentences(e: Explanation, winner: Measurement) -> list[str]:
         out.append(_scaling(model.label, line, winner.batch_size))
     if e.transfer and e.transfer["share"] >= NOTABLE_TRANSFER:
         out.append(_feeding(e.transfer, winner))
+    first = _first_call(winner)
+    if first:
+        out.append(first)
     out += [_emulated(x) for x in e.emulated]
     out += [_crossing(x) for x in e.crossovers]
     out += [_even(x) for x in e.break_even]
@@ -170,36 +174,90 @@ def _sentences(e: Explanation, winner: Measurement) -> list[str]:
 
 def _scaling(label: str, line: Any, batch: int) -> str:
     """Why the batch size: the fixed cost, the per-sample cost, where the line bends."""
-    text = (
-        f"On {label}, a step costs a fixed {units.seconds(line.fixed)} (dispatch, launch, "
-        f"loop overhead) plus {units.seconds(line.per_sample)} per sample"
-    )
+    lo, hi = min(line.batches), max(line.batches)
     balance, ninety = line.balance, line.batch_for(0.9)
-    if balance is not None and balance >= 1:
-        text += (
-            f": below batch {balance:.0f} the fixed cost dominates, and batch {ninety:.0f} "
-            "reaches 90% of the peak throughput of that line"
+    if balance is None or balance < max(1.0, lo / 10):
+        # The fixed cost is less than one sample's where the line holds: throughput is
+        # (nearly) flat there.
+        text = (
+            f"On {label}, from batch {lo} to {hi} a step costs "
+            f"{units.seconds(line.per_sample)} per sample and "
+            + (
+                f"a fixed {units.seconds(line.fixed)}, less than one sample's cost"
+                if line.fixed > 0
+                else "no fixed cost to see"
+            )
+            + ": throughput is nearly flat there, so a larger batch gains little"
         )
     else:
-        text += ": the fixed cost is small even at batch 1"
-    if line.departs_at is not None:
-        text += (
-            f"; from batch {line.departs_at} on, steps run {units.percent(line.departure)} "
-            "slower than the line (caches outgrown, memory pressure)"
+        text = (
+            f"On {label}, a step costs a fixed {units.seconds(line.fixed)} (dispatch, launch, "
+            f"loop overhead) plus {units.seconds(line.per_sample)} per sample: below batch "
+            f"{balance:.0f} the fixed cost dominates, and batch {ninety:.0f} would reach 90% "
+            "of the line's peak throughput"
         )
+        if ninety is not None and line.departs_at is not None and ninety > hi:
+            text += f", but the line holds only up to batch {hi}"
+    if line.departs_at is not None and line.departure is not None:
+        why = (
+            "caches outgrown, memory pressure"
+            if line.departure > 0
+            else "the cost per sample still falling"
+        )
+        text += (
+            f"; at batch {line.departs_at} steps run {units.percent(abs(line.departure))} "
+            f"{'slower' if line.departure > 0 else 'faster'} than the line ({why})"
+        )
+    if line.below_at is not None and line.below is not None:
+        why = "the device not yet filled" if line.below > 0 else "faster than the line says"
+        text += (
+            f"; at batch {line.below_at} they run {units.percent(abs(line.below))} "
+            f"{'slower' if line.below > 0 else 'faster'} ({why})"
+        )
+    rough = "a rough line" if line.error > DEPARTURE / 2 else "the line holds"
     fit = (
-        f"the line fits {len(line.batches)} batch sizes within {units.percent(line.error)} (median)"
+        f"{rough} from batch {lo} to {hi}, {len(line.batches)} batch sizes within "
+        f"{units.percent(line.error)} (median)"
     )
     return f"{text} ({fit}; the pick is batch {batch})."
 
 
-def _feeding(t: Mapping[str, float], m: Measurement) -> str:
+def _first_call(m: Measurement) -> str | None:
+    """The seeds' "first inference is slow": what a fresh process pays before its first
+    result, against a later step."""
+    parts = (m.lower_s, m.compile_s, m.first_call_s)
+    if any(p is None for p in parts) or not m.fed_step_s:
+        return None
+    lower, compile_, call = parts
+    total = lower + compile_ + call  # type: ignore[operator]
     return (
-        f"Feeding a fresh host batch each step takes {units.percent(t['share'])} of the "
-        f"step ({units.seconds(t['fed_step_s'])} fed against {units.seconds(t['step_s'])} "
-        f"with the batch on the device; one put of {units.size(t['batch_bytes'])} takes "
-        f"{units.seconds(t['transfer_s'])}): keeping the data on the device would make "
-        f"{m.device} {units.percent(t['gain_on_device'])} faster."
+        f"The first call from a fresh process takes {units.seconds(total)} (tracing and "
+        f"lowering {units.seconds(lower)}, compiling {units.seconds(compile_)}, the first run "
+        f"{units.seconds(call)}), {total / m.fed_step_s:,.0f} times a later step "
+        f"({units.seconds(m.fed_step_s)}): time one call and you time the compiler."
+    )
+
+
+def _feeding(t: Mapping[str, Any], m: Measurement) -> str:
+    if t["basis"] == "loops":
+        basis = (
+            f"{units.seconds(t['fed_step_s'])} a step fed against "
+            f"{units.seconds(t['step_s'])} with the batch on the device"
+        )
+    else:
+        basis = (
+            f"one put of {units.size(t['batch_bytes'])} takes {units.seconds(t['transfer_s'])} "
+            f"of the {units.seconds(t['fed_step_s'])} fed step"
+        )
+    gain = t.get("gain_on_device")
+    keeping = (
+        f": keeping the data on {m.device} would make the step about {units.percent(gain)} faster"
+        if gain is not None
+        else ""
+    )
+    return (
+        f"Feeding a fresh host batch each step takes {units.percent(t['share'])} of the step "
+        f"({basis}){keeping}."
     )
 
 
@@ -218,16 +276,17 @@ def _emulated(x: Emulated) -> str:
 
 
 def _crossing(x: Crossover) -> str:
+    where = f"from batch {x.low} to {x.high}, where both lines hold"
     if x.above is None:
-        return f"{x.slower} is behind {x.faster} at every batch up to {x.within}."
-    if x.above < 1:
         return (
-            f"{x.faster} beats {x.slower} at every batch: a smaller cost per sample "
-            "and no larger fixed cost."
+            f"{x.slower} keeps ahead of {x.faster} {where}: its smaller fixed cost outweighs "
+            f"{x.faster}'s smaller cost per sample there."
         )
+    if x.above <= x.low:
+        return f"{x.faster} is ahead of {x.slower} at every batch {where}."
     return (
-        f"Above batch {x.above:.0f}, {x.faster} beats {x.slower} (its cost per sample is "
-        "lower); below it, the smaller fixed cost wins."
+        f"Above batch {x.above:.0f}, {x.faster} overtakes {x.slower} (a smaller cost per "
+        f"sample); below it, {x.slower}'s smaller fixed cost wins ({where})."
     )
 
 

@@ -10,10 +10,14 @@ the input. Compile and first call are one-off costs; memory is ``m0 + m1·b`` by
 The fit minimises *relative* squared errors (a 1 ms step and a 1 s step count alike),
 each point weighted by the uncertainty of its median (its chunks' spread over the root
 of their number), so a noisy point moves the line less. Real
-curves leave the line: caches outgrown, memory pressure. The fit keeps the most batch
-sizes, smallest first, that one line holds with every point within ``DEPARTURE`` of
-it (or three times the uncertainty of the point's median); the first batch left out is where the
-measurements depart (``departs_at``). The model never claims what it could not fit.
+curves leave the line at both ends: at small batches the device is not yet filled (a
+matrix-vector product costs more per sample than a matrix-matrix one), at large ones
+caches are outgrown. The fit keeps the longest run of consecutive batch sizes that one
+line holds with every point within ``DEPARTURE`` of it (or three times the uncertainty
+of the point's median) and the median point within half that, the run at the largest
+batches on a tie; the first batch above it is where the measurements depart
+(``departs_at``), the last below it ``below_at``.
+The model never claims what it could not fit.
 """
 
 from __future__ import annotations
@@ -59,9 +63,13 @@ class Line:
         batches: the batch sizes the line was fitted to.
         error: the median relative deviation of those points from the line (its quality).
         worst: the largest such deviation.
-        departs_at: the smallest measured batch, above every fitted one, from which the
-            measurements run slower than the line (``None``: none does).
-        departure: how much slower than the line that batch ran (0.4: 40%).
+        departs_at: the smallest measured batch above the fitted ones, where the
+            measurements leave the line (``None``: none was measured above them).
+        departure: how much slower than the line that batch ran (0.4: 40% slower;
+            negative: faster, the cost per sample still falling).
+        below_at: the largest measured batch below the fitted ones (``None``: none).
+        below: how much slower than the line that batch ran (positive: small batches
+            cost more than the line says, the device not yet filled).
     """
 
     fixed: float
@@ -71,6 +79,8 @@ class Line:
     worst: float
     departs_at: int | None = None
     departure: float | None = None
+    below_at: int | None = None
+    below: float | None = None
 
     def at(self, batch: float) -> float:
         """Predicted seconds per step at ``batch``."""
@@ -102,6 +112,8 @@ class Line:
             "worst_error": self.worst,
             "departs_at": self.departs_at,
             "departure": self.departure,
+            "below_at": self.below_at,
+            "below": self.below,
         }
 
 
@@ -112,16 +124,13 @@ def fit_line(points: Sequence[Point]) -> Line | None:
     batches = sorted({p.batch for p in everything})
     if len(batches) < 2:
         return None
-    # The most batch sizes, smallest first, that one line holds within each point's
-    # tolerance; at least two (a line through two batch sizes always holds).
-    for keep in range(len(batches), 1, -1):
-        pts = [p for p in everything if p.batch <= batches[keep - 1]]
-        fixed, per_sample = _solve(pts)
-        if keep == 2 or all(abs(_off(p, fixed, per_sample)) <= _tolerance(p) for p in pts):
-            break
+    lo, hi, fixed, per_sample = _window(everything, batches)
+    pts = [p for p in everything if lo <= p.batch <= hi]
     errors = [abs(_off(p, fixed, per_sample)) for p in pts]
-    rest = [p for p in everything if p.batch > batches[keep - 1]]
-    first = rest[0] if rest else None
+    above = [p for p in everything if p.batch > hi]
+    under = [p for p in everything if p.batch < lo]
+    first = above[0] if above else None
+    last = under[-1] if under else None
     return Line(
         fixed=fixed,
         per_sample=per_sample,
@@ -130,7 +139,37 @@ def fit_line(points: Sequence[Point]) -> Line | None:
         worst=max(errors),
         departs_at=first.batch if first else None,
         departure=_off(first, fixed, per_sample) if first else None,
+        below_at=last.batch if last else None,
+        below=_off(last, fixed, per_sample) if last else None,
     )
+
+
+def _window(points: Sequence[Point], batches: Sequence[int]) -> tuple[int, int, float, float]:
+    """The run of consecutive batch sizes that one line holds, every point within its
+    tolerance and half of them within half of ``DEPARTURE``: the longest, and of those the
+    one at the largest batches (where the throughput is); two batch sizes at least.
+    Returns its ends and the line."""
+    n = len(batches)
+    for size in range(n, 2, -1):
+        for start in range(n - size, -1, -1):
+            lo, hi = batches[start], batches[start + size - 1]
+            pts = [p for p in points if lo <= p.batch <= hi]
+            fixed, per_sample = _solve(pts)
+            off = [abs(_off(p, fixed, per_sample)) for p in pts]
+            holds = all(x <= _tolerance(p) for x, p in zip(off, pts, strict=True))
+            if holds and statistics.median(off) <= DEPARTURE / 2:
+                return lo, hi, fixed, per_sample
+    # No three batch sizes hold a line: the pair of neighbours it fits best (the larger
+    # batches on a tie; a line with a, c >= 0 need not pass through both points).
+    pairs = []
+    for start in range(n - 1):
+        lo, hi = batches[start], batches[start + 1]
+        pts = [p for p in points if lo <= p.batch <= hi]
+        fixed, per_sample = _solve(pts)
+        worst = max(abs(_off(p, fixed, per_sample)) for p in pts)
+        pairs.append((worst, -start, lo, hi, fixed, per_sample))
+    _, _, lo, hi, fixed, per_sample = min(pairs)
+    return lo, hi, fixed, per_sample
 
 
 def _off(p: Point, fixed: float, per_sample: float) -> float:

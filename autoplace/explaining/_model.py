@@ -10,6 +10,10 @@ from autoplace.config import Config
 from autoplace.explaining._fit import Line, Point, fit_line, fit_memory
 from autoplace.measurement import Measurement
 
+#: Chunks a loop needs to count as timed: fewer is a glance (one chunk, right after the
+#: first call), too rough for a line or to subtract from another loop.
+TIMED_CHUNKS = 3
+
 #: (device, precision, width)
 Arm = tuple[str, str, int | None]
 
@@ -20,8 +24,10 @@ class ArmModel:
 
     Attributes:
         arm: (device, precision, width).
-        step: the steady loop's line (batch on the device), if determined.
+        step: the steady loop's line (batch on the device), if determined (glances, one
+            chunk, are left out).
         fed: the fed loop's line (a fresh host batch each step), if determined.
+        put: the line of one batch's put on the device (a median of at least three).
         one_off_s: lowering + compile + first call, median over its configurations.
         memory: ``(m0, m1)``: peak bytes ``= m0 + m1·b``, if determined.
         measured: the batch sizes that ran.
@@ -33,6 +39,7 @@ class ArmModel:
     arm: Arm
     step: Line | None
     fed: Line | None
+    put: Line | None
     one_off_s: float | None
     memory: tuple[float, float] | None
     measured: tuple[int, ...]
@@ -47,10 +54,12 @@ class ArmModel:
 
     @property
     def transfer_per_sample(self) -> float | None:
-        """``h``: the fed loop's extra seconds per sample (moving and handling the input)."""
-        if self.fed is None or self.step is None:
-            return None
-        return max(0.0, self.fed.per_sample - self.step.per_sample)
+        """``h``: the fed loop's extra seconds per sample (moving and handling the input):
+        the fed line's cost per sample less the steady line's where both were timed, else
+        the put's cost per sample."""
+        if self.fed is not None and self.step is not None:
+            return max(0.0, self.fed.per_sample - self.step.per_sample)
+        return self.put.per_sample if self.put is not None else None
 
     def line(self, loop: str) -> Line | None:
         return self.fed if loop == "fed" else self.step
@@ -65,6 +74,7 @@ class ArmModel:
             "fails_from": self.fails_from,
             "step": self.step.as_dict() if self.step else None,
             "fed": self.fed.as_dict() if self.fed else None,
+            "put": self.put.as_dict() if self.put else None,
             "transfer_per_sample_s": self.transfer_per_sample,
             "one_off_s": self.one_off_s,
             "memory_fixed_bytes": self.memory[0] if self.memory else None,
@@ -91,11 +101,14 @@ def arm_models(figures: Mapping[Config, Measurement]) -> dict[Arm, ArmModel]:
 def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
     ran = sorted((m for m in ms if m.status == "ok"), key=lambda m: m.batch_size)
     capped = [m.batch_size for m in ms if m.status in ("oom", "too_big", "timeout")]
+    # A glance at the steady loop (one chunk right after the first call, what the search
+    # takes of the loop it does not rank on) is too rough for a line.
     step = [
         Point(m.batch_size, m.step_s, m.step_spread or 0.0, m.step_samples or 1)
         for m in ran
-        if m.step_s
+        if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS
     ]
+    puts = [Point(m.batch_size, m.transfer_s) for m in ran if m.transfer_s]
     fed = [
         Point(m.batch_size, m.fed_step_s, m.fed_step_spread or 0.0, len(m.fed_step_chunk_s) or 1)
         for m in ran
@@ -109,6 +122,7 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
         arm=arm,
         step=fit_line(step),
         fed=fit_line(fed),
+        put=fit_line(puts),
         one_off_s=statistics.median(one_offs) if one_offs else None,
         memory=fit_memory(memory),
         measured=tuple(m.batch_size for m in ran),

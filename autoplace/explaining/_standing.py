@@ -46,10 +46,17 @@ def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
     if runner is not None:
         other, c = runner
         verdict = "beyond the noise" if c.significant else "within the noise"
-        text += (
-            f"), {units.percent(c.margin)} ahead of {other.config.label()} "
-            f"(noise ±{units.percent(c.noise)}: {verdict})."
-        )
+        if c.margin >= 0:
+            text += (
+                f"), {units.percent(c.margin)} ahead of {other.config.label()} "
+                f"(noise ±{units.percent(c.noise)}: {verdict})."
+            )
+        else:  # equal within the noise, and the preferred of equals
+            text += (
+                f"), {units.percent(-c.margin)} behind {other.config.label()}, within the "
+                f"noise (±{units.percent(c.noise)}): of equals, autoplace prefers float32, "
+                "then the smaller batch."
+            )
     else:
         text += ")."
     return dataclasses.replace(explanation, sentences=(text, *explanation.sentences))

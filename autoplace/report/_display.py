@@ -378,8 +378,9 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
         "a (fixed)",
         "c (per sample)",
         "h (feeding)",
+        "holds for",
         "fit error",
-        "departs at",
+        "leaves it at",
         "one-off",
     ):
         table.add_column(col, justify="left" if col == "arm" else "right")
@@ -387,7 +388,14 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
         line = model.line(explanation.loop)
         if line is None:
             table.add_row(
-                model.label, "-", "-", "-", "one batch size", "-", units.seconds(model.one_off_s)
+                model.label,
+                "-",
+                "-",
+                "-",
+                "one batch size",
+                "-",
+                "-",
+                units.seconds(model.one_off_s),
             )
             continue
         table.add_row(
@@ -395,10 +403,19 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
             units.seconds(line.fixed),
             units.seconds(line.per_sample),
             units.seconds(model.transfer_per_sample),
-            f"{units.percent(line.error)} ({len(line.batches)} batches)",
-            "-"
-            if line.departs_at is None
-            else f"{line.departs_at} (+{units.percent(line.departure)})",
+            f"{min(line.batches)}–{max(line.batches)} ({len(line.batches)})",
+            units.percent(line.error),
+            _leaves(line),
             units.seconds(model.one_off_s),
         )
     console.print(table)
+
+
+def _leaves(line: Any) -> str:
+    """Where the measurements leave a fitted line, signed (+: slower than the line)."""
+    out = [
+        f"{b} ({off:+.0%})"
+        for b, off in ((line.below_at, line.below), (line.departs_at, line.departure))
+        if b is not None and off is not None
+    ]
+    return ", ".join(out) or "-"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -28,6 +29,8 @@ from autoplace.study._storage import mask_url
 #: is a confirmation too: finalists timed in turns at a longer cap).
 StoredPhase = Literal["search", "confirm"]
 _ATTR = "measurement"
+#: The study attribute holding its parameters' ranges (see :func:`_bounds`).
+_BOUNDS = "param_ranges"
 _MAX_INT = 2**40
 
 
@@ -140,12 +143,14 @@ class OptunaStudyLog:
         with_width: bool,
         stale_after_s: float,
         since: dt.datetime | None = None,
+        batch_sizes: Sequence[int] = (),
+        widths: Sequence[int] = (),
+        metric: str | None = None,
     ) -> None:
         import optuna
 
         self.name, self._storage, self._url = name, storage, url
         self._stale_after_s, self._since = stale_after_s, since
-        self._dists = _distributions(devices, with_width)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         with self._errors():
             self._study = optuna.create_study(
@@ -166,6 +171,28 @@ class OptunaStudyLog:
             for key, value in attrs.items():
                 if key not in held:
                     self._study.set_user_attr(key, value)
+            bounds = _bounds(held.get(_BOUNDS), batch_sizes, widths)
+            if bounds != held.get(_BOUNDS):
+                self._study.set_user_attr(_BOUNDS, bounds)
+            if metric is not None and self._study.metric_names != [metric]:
+                with warnings.catch_warnings():  # experimental in Optuna 4: used on purpose
+                    warnings.simplefilter("ignore")
+                    self._study.set_metric_names([metric])
+        self._dists = _distributions(devices, with_width, bounds)
+
+    def mark_pick(self, config: Config, score: float) -> None:
+        """Record in the study what autoplace picks, its score and the trials that measured
+        it (optuna-dashboard's "best trial" is one lucky measurement, not the pick)."""
+        from optuna.trial import TrialState
+
+        with self._errors():
+            trials = [
+                t.number
+                for t in self._study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if t.user_attrs.get("config") == config.label()
+            ]
+            pick = {"config": config.label(), "score": score, "trials": trials}
+            self._study.set_user_attr("autoplace_pick", pick)
 
     @property
     def study_attrs(self) -> dict[str, Any]:
@@ -290,16 +317,35 @@ class OptunaStudyLog:
             ) from exc
 
 
-def _distributions(devices: Sequence[str], with_width: bool) -> dict[str, Any]:
+def _bounds(held: Any, batch_sizes: Sequence[int], widths: Sequence[int]) -> dict[str, list[int]]:
+    """The study's parameter ranges: those it holds, widened to take ``batch_sizes`` and
+    ``widths`` (the same for every trial unless a later tune searches wider)."""
+    out = {k: list(v) for k, v in (held or {}).items()}
+    for key, values in (("batch_size", batch_sizes), ("width", widths)):
+        if values:
+            lo, hi = out.get(key, [min(values), max(values)])
+            out[key] = [min(lo, *values), max(hi, *values)]
+    return out
+
+
+def _distributions(
+    devices: Sequence[str], with_width: bool, bounds: Mapping[str, Sequence[int]]
+) -> dict[str, Any]:
+    """The trials' distributions: log-scaled over the study's ranges (a plot's axis and a
+    parameter importance then spread the powers of two evenly)."""
     from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    def ints(key: str) -> Any:
+        lo, hi = bounds.get(key, (1, _MAX_INT))
+        return IntDistribution(lo, max(hi, lo + 1), log=True)
 
     dists: dict[str, Any] = {
         "device": CategoricalDistribution(sorted(devices)),
-        "batch_size": IntDistribution(1, _MAX_INT),
+        "batch_size": ints("batch_size"),
         "precision": CategoricalDistribution(list(PRECISIONS)),
     }
     if with_width:
-        dists["width"] = IntDistribution(1, _MAX_INT)
+        dists["width"] = ints("width")
     return dists
 
 

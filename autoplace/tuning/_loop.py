@@ -175,6 +175,9 @@ def tune(
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
             since=dt.datetime.now() if remeasure else None,
+            batch_sizes=space.batch_sizes,
+            widths=[w for w in space.widths if w is not None],
+            metric=f"{obj.name} ({obj.unit})",
         )
         requests = _requester(mf, info, phase_settings(settings, obj))
         loop = _Loop(
@@ -190,6 +193,8 @@ def tune(
             max_deviation,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
+        if final.best is not None and not interrupted:
+            log.mark_pick(final.best.config, final.best.score)
     memory = {d.name: d.memory_bytes for d in available}
     explanation = explain_standing(final, space=space, device_memory=memory)
     document = build_document(

@@ -79,3 +79,16 @@ def test_memory_line():
     assert fixed == pytest.approx(5e6) and each == pytest.approx(3e3)
     assert fit_memory([(16, 1e6)]) is None
     assert not math.isnan(fit_memory([(16, 2e6), (32, 1e6)])[0])
+
+
+def test_small_batches_that_do_not_fill_the_device_are_left_below_the_line():
+    # A matrix-vector product at batch 1 and 2 costs more per sample than the line the
+    # larger batches keep: the line is fitted where it holds, the largest batches.
+    pts = points(1e-4, 2e-6, BATCHES)
+    pts[0] = Point(1, pts[0].seconds * 3)
+    pts[1] = Point(2, pts[1].seconds * 2)
+    line = fit_line(pts)
+    assert line.batches == tuple(BATCHES[2:])
+    assert line.below_at == 2 and line.below == pytest.approx(1.0, rel=0.01)
+    assert line.per_sample == pytest.approx(2e-6, rel=1e-6)
+    assert line.departs_at is None
