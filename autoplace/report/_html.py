@@ -19,7 +19,6 @@ and its :class:`~autoplace.explaining.Explanation`.
 from __future__ import annotations
 
 import html
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,11 +30,8 @@ from autoplace.errors import BadInputError
 from autoplace.explaining import Explanation
 from autoplace.explaining._answers import finish_s, per_sample
 from autoplace.explaining._model import one_off
+from autoplace.explaining._plots import PALETTE, arm_key, log2_axis, throughput_figure
 from autoplace.measurement import Measurement
-
-#: Batches drawn along a fitted curve between two measured ones.
-_CURVE_POINTS = 60
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
 
 
 def check_writable(out: str | Path) -> Path:
@@ -83,7 +79,7 @@ def render(view: Any) -> str:
         s.measurement for s in standing.ranked[:3]
     ]
     parts = [
-        ("Throughput against batch size", _throughput(explanation, figures)),
+        ("Throughput against batch size", throughput_figure(explanation, figures)),
         ("Where the time goes, per finalist", _costs(finalists)),
         ("Time from a fresh process against run length", _run_length(explanation, finalists)),
         ("Memory against batch size", _memory(explanation, figures, view.device_memory)),
@@ -103,78 +99,6 @@ def render(view: Any) -> str:
         plots="\n".join(blocks),
         table=_table(figures, standing),
     )
-
-
-def _log2_axis(title: str) -> dict[str, Any]:
-    return {"title": title, "type": "log", "dtick": math.log10(2), "tickformat": "d"}
-
-
-def _arm_key(m: Measurement) -> tuple[str, str, int | None]:
-    return (m.device, m.precision, m.width)
-
-
-def _throughput(explanation: Explanation, figures: Sequence[Measurement]) -> Any:
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for n, model in enumerate(explanation.models.values()):
-        color = _PALETTE[n % len(_PALETTE)]
-        ran = sorted(
-            (m for m in figures if _arm_key(m) == model.arm and m.status == "ok" and m.fed_step_s),
-            key=lambda m: m.batch_size,
-        )
-        if not ran:
-            continue
-        ys = [m.batch_size / m.fed_step_s for m in ran]  # type: ignore[operator]
-        errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
-        fig.add_trace(
-            go.Scatter(
-                x=[m.batch_size for m in ran],
-                y=ys,
-                mode="markers",
-                name=f"{model.label} (measured)",
-                marker={"color": color, "size": 8},
-                error_y={"type": "data", "array": errors, "visible": True},
-                legendgroup=model.label,
-            )
-        )
-        line = model.fed
-        if line is None:
-            continue
-        lo, hi = min(line.batches), max(line.batches)
-        xs = [lo * (hi / lo) ** (i / (_CURVE_POINTS - 1)) for i in range(_CURVE_POINTS)]
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=[b / line.at(b) for b in xs],
-                mode="lines",
-                line={"color": color, "dash": "dash"},
-                name=f"{model.label}: b/({units.seconds(line.fixed)} + "
-                f"{units.seconds(line.per_sample)}·b)",
-                legendgroup=model.label,
-            )
-        )
-        if line.departs_at is not None:
-            fig.add_vline(
-                x=line.departs_at,
-                line={"color": color, "dash": "dot"},
-                annotation_text=f"leaves the line: {line.departs_at}",
-            )
-    for x in explanation.crossovers:
-        if x.above is not None and x.above >= 1:
-            fig.add_vline(
-                x=x.above,
-                line={"color": "#555", "dash": "longdash"},
-                annotation_text=f"crossover ≈ {x.above:.0f}",
-                annotation_position="top left",
-            )
-    fig.update_layout(
-        xaxis=_log2_axis("batch size"),
-        yaxis={"title": "samples/s, feeding host batches", "type": "log"},
-        height=480,
-        margin={"t": 30},
-    )
-    return fig
 
 
 def _costs(finalists: Sequence[Measurement]) -> Any:
@@ -229,7 +153,7 @@ def _run_length(explanation: Explanation, finalists: Sequence[Measurement]) -> A
                 y=[finish_s(m, s) for s in samples],
                 mode="lines",
                 name=f"{m.device} b={m.batch_size} {m.precision}",
-                line={"color": _PALETTE[n % len(_PALETTE)]},
+                line={"color": PALETTE[n % len(PALETTE)]},
             )
         )
     for even in explanation.break_even:
@@ -253,9 +177,9 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
     fig = go.Figure()
     drawn = False
     for n, model in enumerate(explanation.models.values()):
-        color = _PALETTE[n % len(_PALETTE)]
+        color = PALETTE[n % len(PALETTE)]
         ran = sorted(
-            (m for m in figures if _arm_key(m) == model.arm and m.peak_bytes),
+            (m for m in figures if arm_key(m) == model.arm and m.peak_bytes),
             key=lambda m: m.batch_size,
         )
         if not ran:
@@ -283,7 +207,7 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
     if not drawn:
         return None
     fig.update_layout(
-        xaxis=_log2_axis("batch size"),
+        xaxis=log2_axis("batch size"),
         yaxis={"title": "peak bytes", "type": "log"},
         height=420,
         margin={"t": 30},

@@ -5,8 +5,9 @@ The tuning loop reads what a study holds and writes what it measures through a
 storages, and the only place that calls Optuna while tuning or turns a storage's
 failure into a :class:`~autoplace.errors.StorageError`.
 
-A measurement is a trial: its parameters are the configuration, its user
-attributes the :class:`~autoplace.Measurement` (``measurement``), the phase that
+A measurement is a trial: its parameters are the configuration, its system attribute
+``autoplace:measurement`` the whole :class:`~autoplace.Measurement`, its user attributes
+the figures a dashboard shows (``fed_samples_per_s``, ``compile_s``, ...), the phase that
 measured it (``phase``: ``search`` or ``confirm``), whether it served as a group's
 reference (``reference``) and whether an interrupt cut it short (``interrupted``).
 """
@@ -28,7 +29,24 @@ from autoplace.study._storage import mask_url
 #: How a phase is stored: the search's quick measurements, or a confirmation (a duel
 #: is a confirmation too: finalists timed in turns at a longer cap).
 StoredPhase = Literal["search", "confirm"]
+#: Where a trial keeps its whole Measurement: a system attribute (out of the dashboard's
+#: table, which shows the scalar figures below instead); studies written before kept it
+#: in the user attribute of the same name, which is still read.
 _ATTR = "measurement"
+_SYSTEM_ATTR = "autoplace:measurement"
+#: The figures each trial also carries as user attributes of their own, numbers (or the
+#: status), so that optuna-dashboard's table shows, sorts and plots them.
+_SCALARS = (
+    "status",
+    "fed_samples_per_s",
+    "fed_step_s",
+    "step_s",
+    "transfer_s",
+    "compile_s",
+    "first_call_s",
+    "peak_bytes",
+    "deviation_vs_float32",
+)
 #: The study attribute holding its parameters' ranges (see :func:`_bounds`).
 _BOUNDS = "param_ranges"
 _MAX_INT = 2**40
@@ -180,6 +198,21 @@ class OptunaStudyLog:
                     self._study.set_metric_names([metric])
         self._dists = _distributions(devices, with_width, bounds)
 
+    def annotate(self, note: str, figure: Callable[[], Any]) -> bool:
+        """Where optuna-dashboard is installed, save ``note`` (Markdown) as the study's
+        note and ``figure()`` (a plotly figure, drawn only then) beside it; whether it was.
+        The figure replaces the one an earlier tune of the study saved."""
+        try:
+            import optuna_dashboard
+        except ImportError:
+            return False
+        with self._errors():
+            optuna_dashboard.save_note(self._study, note)
+            optuna_dashboard.save_plotly_graph_object(
+                self._study, figure(), graph_object_id="autoplace-throughput"
+            )
+        return True
+
     def mark_pick(self, config: Config, score: float) -> None:
         """Record in the study what autoplace picks, its score and the trials that measured
         it (optuna-dashboard's "best trial" is one lucky measurement, not the pick)."""
@@ -217,7 +250,7 @@ class OptunaStudyLog:
                 if (now - started).total_seconds() < self._stale_after_s:
                     pending.add(config)
                 continue
-            data = t.user_attrs.get(_ATTR)
+            data = t.system_attrs.get(_SYSTEM_ATTR) or t.user_attrs.get(_ATTR)
             if data is None or t.user_attrs.get("interrupted"):
                 continue
             when = t.datetime_complete or t.datetime_start or now
@@ -251,7 +284,13 @@ class OptunaStudyLog:
         from optuna.trial import TrialState
 
         with self._errors():
-            self._storage.set_trial_user_attr(ticket.trial_id, _ATTR, measurement.to_dict())
+            self._storage.set_trial_system_attr(
+                ticket.trial_id, _SYSTEM_ATTR, measurement.to_dict()
+            )
+            for key in _SCALARS:
+                value = getattr(measurement, key)
+                if value is not None:
+                    self._storage.set_trial_user_attr(ticket.trial_id, key, value)
             if score is not None:
                 self._study.tell(ticket.number, score)
             elif measurement.status == "too_big":

@@ -35,7 +35,8 @@ from typing import Any
 from autoplace import fingerprint, recommendation
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
-from autoplace.explaining import explain_standing
+from autoplace.explaining import Explanation, explain_standing
+from autoplace.explaining._plots import throughput_figure
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
 from autoplace.settings import MeasureRequest, MeasureSettings
@@ -193,10 +194,15 @@ def tune(
             max_deviation,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
+        memory = {d.name: d.memory_bytes for d in available}
+        explanation = explain_standing(final, space=space, device_memory=memory)
         if final.best is not None and not interrupted:
+            # What autoplace picked and why, for people reading the study in Optuna's tools.
             log.mark_pick(final.best.config, final.best.score)
-    memory = {d.name: d.memory_bytes for d in available}
-    explanation = explain_standing(final, space=space, device_memory=memory)
+            log.annotate(
+                _note(explanation),
+                lambda: throughput_figure(explanation, list(final.figures.values())),
+            )
     document = build_document(
         objective=obj,
         space=space,
@@ -308,6 +314,14 @@ class _Loop:
 
     def _score(self, m: Measurement) -> float | None:
         return self.objective.score(m) if m.status == "ok" else None
+
+
+def _note(explanation: Explanation) -> str:
+    """The study's note for optuna-dashboard: why the winner wins, in Markdown."""
+    lines = ["## Why the winner wins (autoplace)", ""]
+    lines += [f"* {s}" for s in explanation.sentences]
+    lines += ["", "The figure beside this note: throughput against batch size, per arm."]
+    return "\n".join(lines)
 
 
 def partial_path(out: str | Path) -> Path:

@@ -2,6 +2,7 @@
 with its unit, log-scaled distributions the same for every trial, autoplace's pick recorded."""
 
 import optuna
+import pytest
 from synthetic import SyntheticBackend
 
 import autoplace
@@ -39,3 +40,51 @@ def test_distributions_are_log_scaled_over_the_space_and_shared_by_every_trial(t
     )
     importances = optuna.importance.get_param_importances(study)
     assert set(importances) >= {"batch_size", "precision"}
+
+
+def test_a_study_note_and_figure_where_optuna_dashboard_is_installed(tmp_path):
+    optuna_dashboard = pytest.importorskip("optuna_dashboard")
+    result, study = tuned(tmp_path)
+    note = optuna_dashboard.get_note(study)
+    assert "Why the winner wins" in note
+    assert result.explanation.sentences[1] in note
+    # the figure is kept in the study's system attributes, under autoplace's id
+    system = study._storage.get_study_system_attrs(study._study_id)
+    assert any("autoplace-throughput" in key for key in system)
+
+
+def test_studies_written_before_keep_being_read(tmp_path):
+    # Before 2026-11-24 the whole Measurement was the user attribute ``measurement``.
+    from autoplace import Config, Measurement
+    from autoplace.study import History, OptunaStudyLog, open_storage
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    storage = open_storage(url)
+    study = optuna.create_study(study_name="old", storage=storage, direction="maximize")
+    m = Measurement("ok", "", "cpu:0", 64, "float32", None, fed_step_s=0.01)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"device": "cpu:0", "batch_size": 64, "precision": "float32"},
+            distributions={
+                "device": optuna.distributions.CategoricalDistribution(["cpu:0"]),
+                "batch_size": optuna.distributions.IntDistribution(1, 2**40),
+                "precision": optuna.distributions.CategoricalDistribution(["float32"]),
+            },
+            value=6400.0,
+            user_attrs={"measurement": m.to_dict(), "phase": "search"},
+        )
+    )
+    log = OptunaStudyLog(
+        storage,
+        url,
+        name="old",
+        direction="maximize",
+        objective="throughput",
+        attrs={},
+        devices=["cpu:0"],
+        with_width=False,
+        stale_after_s=60.0,
+    )
+    history = log.history()
+    assert isinstance(history, History)
+    assert history.figures() == {Config("cpu:0", 64, "float32", None): m}

@@ -64,7 +64,8 @@ def test_two_workers_share_one_study(storage_url, study_name, tmp_path):
     with storage_at(storage_url) as storage:
         trials = optuna.load_study(study_name=study_name, storage=storage).trials
     assert len(trials) == 9
-    assert all("measurement" in t.user_attrs for t in trials)
+    assert all("autoplace:measurement" in t.system_attrs for t in trials)
+    assert all(isinstance(t.user_attrs["fed_step_s"], float) for t in trials)
 
 
 def test_failures_are_stored_with_reasons_and_not_retried(storage_url, study_name, tmp_path):
