@@ -318,12 +318,24 @@ def explain(
     storage: StorageOpt = None,
     study: StudyOpt = None,
     objective: ObjectiveOpt = "throughput",
+    measure: Annotated[
+        bool,
+        typer.Option(
+            "--measure",
+            help="First measure the points a line still lacks (an arm that ran at one batch "
+            "size gets its neighbour), in the study; a recommendation file is rewritten.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Why the winner wins: each arm's cost model, in sentences with numbers."""
     from autoplace.tuning import explain as run_explain
+    from autoplace.tuning import fill_fit
 
     with handle_errors():
+        if measure:
+            added = fill_fit(source, workload, storage=storage, study=study, objective=objective)
+            typer.echo(f"measured {added} more for the fit", err=True)
         explanation = run_explain(
             source, workload, storage=storage, study=study, objective=objective
         )

@@ -120,7 +120,8 @@ def explain_figures(
     limit = (device_memory or {}).get(winner.device)
     memory = memory_limit_batch(mine, limit, margin)
     undetermined = tuple(
-        f"{m.label}: one batch size ran ({m.measured[0]}); a line needs two"
+        f"{m.label}: one batch size ran ({m.measured[0]}); a line needs two "
+        "(`autoplace explain --measure` measures its neighbour)"
         for m in models.values()
         if m.line(loop) is None and m.measured
     )

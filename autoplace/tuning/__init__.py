@@ -13,7 +13,8 @@ recommendation it writes; ``_explain`` is :func:`explain`, the study's pick expl
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
-from autoplace.tuning._explain import StudyView, explain, read_study
+from autoplace.tuning._explain import StudyView, explain, fill_fit, read_study
+from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._loop import partial_path, tune
 from autoplace.tuning._margin import Comparison, Scored, lower_bound, margin
@@ -48,6 +49,7 @@ __all__ = [
     "SEARCH_CAP_S",
     "Climb",
     "Comparison",
+    "FitPoints",
     "Grid",
     "GroupEvent",
     "Objective",
@@ -64,6 +66,7 @@ __all__ = [
     "build_space",
     "corrected_scores",
     "explain",
+    "fill_fit",
     "finalists_to_confirm",
     "latency",
     "lower_bound",

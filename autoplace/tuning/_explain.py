@@ -48,12 +48,20 @@ def explain(
     objective: str = "throughput",
     max_deviation: float | None = 0.05,
     margin: float = MEMORY_MARGIN,
+    measure: bool = False,
 ) -> Explanation:
     """Why a study's pick wins: ``source`` is a recommendation file (its study is read
     from the storage it names, or ``storage``) or a model file (its study in
     ``storage``, found by ``workload``, ``objective`` and the file's hash, or named by
     ``study``). Raises :class:`~autoplace.BadInputError` when the study holds too few
-    measurements for a fit, saying which are missing and how to get them."""
+    measurements for a fit, saying which are missing and how to get them.
+
+    ``measure``: first measure, in the study, the points a line still lacks (each arm that
+    ran at one batch size only gets its neighbour; :class:`FitPoints`), resuming the tune
+    with that strategy; a recommendation file given as ``source`` is rewritten. The
+    explanation then says what it rests on, as always."""
+    if measure:
+        fill_fit(source, workload, storage=storage, study=study, objective=objective)
     return read_study(
         source,
         workload,
@@ -118,8 +126,8 @@ def read_study(
         if len(same) < MIN_POINTS:
             raise BadInputError(
                 f"study {name!r} measured {best.config.label()}'s arm at one batch size "
-                f"({same[0]}): a cost model needs two; run `autoplace tune` on it again "
-                "without --trials, or with --batch-sizes covering a neighbour"
+                f"({same[0]}): a cost model needs two; `autoplace explain --measure` "
+                "measures its neighbour"
             )
     memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
         "device_memory", {}
@@ -188,3 +196,58 @@ def _read_study(
     devices = sorted({c.device for c in configs})
     widths = sorted({c.width for c in configs if c.width is not None})
     return history, devices, widths, log.study_attrs
+
+
+def fill_fit(
+    source: str | Path,
+    workload: str | None = None,
+    *,
+    storage: str | None = None,
+    study: str | None = None,
+    objective: str = "throughput",
+    backend: Any = None,
+) -> int:
+    """Measure the points the cost-model lines still lack (see :func:`explain`); return how
+    many measurements that took. ``backend``: where to measure (default: a worker)."""
+    from autoplace.tuning._fit_points import FitPoints
+    from autoplace.tuning._loop import tune
+
+    path = Path(source)
+    if not path.is_file():
+        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+    options: dict[str, Any] = {"storage": storage, "study": study, "objective": objective}
+    out: Path | None = None
+    model = path
+    if path.suffix == ".toml":
+        doc = recommendation.read(path)
+        model, workload, out = Path(doc["workload"]["path"]), doc["workload"]["name"], path
+        space = doc.get("search_space", {})
+        options.update(
+            storage=storage or _stored_url(doc, path),
+            study=study or doc["study"]["name"],
+            objective=doc["objective"]["name"],
+            devices=space.get("devices"),
+            batch_sizes=space.get("batch_sizes"),
+            precisions=space.get("precisions"),
+            widths=space.get("widths") or None,
+            **{
+                k: doc["objective"][k]
+                for k in ("steps", "samples", "epochs")
+                if k in doc["objective"]
+            },
+        )
+        if not model.is_file():
+            raise BadInputError(
+                f"{path} was made from {model}, which is gone: pass the model file instead"
+            )
+    elif options["study"] is None:
+        url = normalize_url(storage) if storage else default_url()
+        opened = open_storage(url)
+        try:
+            options["study"] = _find_study(opened, url, path, workload, objective)
+        finally:
+            close_storage(opened)
+    result = tune(
+        model, workload=workload, out=out, strategy=FitPoints(), backend=backend, **options
+    )
+    return result.new_trials

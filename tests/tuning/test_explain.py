@@ -8,6 +8,7 @@ from synthetic import SyntheticBackend
 import autoplace
 from autoplace import BadInputError
 from autoplace.cli import main
+from autoplace.tuning import fill_fit
 
 
 def tuned(tmp_path, **options):
@@ -36,7 +37,21 @@ def test_too_few_batch_sizes_for_a_line_is_bad_input_naming_the_fix(tmp_path):
     _, out, _ = tuned(tmp_path, trials=2)  # the screen: each arm at one batch
     with pytest.raises(BadInputError, match="needs two") as info:
         autoplace.explain(out)
-    assert "autoplace tune" in str(info.value)
+    assert "autoplace explain --measure" in str(info.value)
+
+
+def test_measure_fills_exactly_the_points_a_line_lacks(tmp_path):
+    _, out, _ = tuned(tmp_path, trials=2)  # float32 and bfloat16, each at batch 256 only
+    backend = SyntheticBackend()
+    added = fill_fit(out, backend=backend)
+    new = {c for group in backend.groups for c in group}
+    # each arm's neighbour below its one batch, then the finalists' confirmation
+    assert {(c.precision, c.batch_size) for c in new} >= {("float32", 128), ("bfloat16", 128)}
+    assert added == len(backend.measured)
+    explanation = autoplace.explain(out)
+    assert not explanation.undetermined
+    assert all(len(m.measured) >= 2 for m in explanation.models.values())
+    assert fill_fit(out, backend=SyntheticBackend()) == 0  # nothing left to fill
 
 
 def test_a_model_file_without_a_study_is_bad_input(tmp_path):
