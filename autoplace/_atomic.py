@@ -5,7 +5,32 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
+
+
+def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: bool = True) -> Path:
+    """Refuse, before any work, a path ``what`` cannot be written to: a folder, a missing
+    folder (unless ``make_folders``: then the nearest existing one must be writable), a
+    folder or file the user may not write. Raises :class:`~autoplace.BadInputError`."""
+    from autoplace.errors import BadInputError
+
+    target = Path(path)
+    if target.is_dir():
+        raise BadInputError(f"{target} is a folder: pass a file name for {what}")
+    folder = target.parent
+    if not make_folders and not folder.is_dir():
+        raise BadInputError(f"no folder {folder} for {what}: create it or pass another path")
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise BadInputError(f"{folder} is not a folder: pass another path for {what}")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise BadInputError(
+            f"cannot write {target} ({folder} is not writable): pass a path for {what} "
+            "in a folder you can write"
+        )
+    return target
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
@@ -17,6 +42,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _sweep(target)
     raw = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -31,6 +57,20 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+#: A temporary file older than this beside the target is a killed writer's leftover (a
+#: live writer's is seconds old at most).
+STALE_S = 600.0
+
+
+def _sweep(target: Path) -> None:
+    """Remove the temporary files a writer killed mid-write left beside ``target``."""
+    now = time.time()
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - leftover.stat().st_mtime > STALE_S:
+                leftover.unlink()
 
 
 def _umask() -> int:

@@ -267,7 +267,11 @@ def tune(
 
             with tune_progress(trials) as progress:
                 result = run_tune(
-                    model_file, **options, on_trial=progress.trial, on_group=progress.group
+                    model_file,
+                    **options,
+                    on_trial=progress.trial,
+                    on_group=progress.group,
+                    on_wait=progress.wait,
                 )
     if as_json:
         from autoplace.report import tune_summary

@@ -10,6 +10,7 @@ from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Backend
+from autoplace.measuring._lock import timing_lock
 from autoplace.measuring._subprocess import SubprocessBackend
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.workload import ModelFile, WorkloadInfo, check_width, pick_workload
@@ -68,4 +69,5 @@ def measure(
             config=config,
             settings=settings or MeasureSettings(),
         )
-        return backend.measure(request)
+        with timing_lock([config.device]):
+            return backend.measure(request)

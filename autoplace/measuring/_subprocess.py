@@ -51,6 +51,29 @@ _WORKER_BOOT = (
 _RESTART_AFTER = frozenset({"oom", "crash", "timeout"})
 
 
+#: A worker's folder in the temporary directory: the prefix, the owning process's id, and
+#: a random part. Its owner removes it on close; one a killed owner left is swept.
+_PREFIX = "autoplace-worker-"
+
+
+def _sweep_orphans() -> None:
+    """Remove the worker folders whose owning process is gone (killed before its close())."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 class SubprocessBackend:
     """Measures in a reusable worker process; see the module docstring for what it survives.
 
@@ -67,7 +90,9 @@ class SubprocessBackend:
         self._env = dict(env or {})
         self._process: Any = None
         self._conn: Any = None
-        self._log = Path(tempfile.mkdtemp(prefix="autoplace-worker-")) / "worker.log"
+        _sweep_orphans()
+        folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+        self._log = Path(folder) / "worker.log"
         self._devices: list[DeviceInfo] | None = None
         self._busy = False
         #: Seconds the most recent worker took to start and answer (Python + JAX + devices).

@@ -15,10 +15,9 @@ from autoplace.report._display import (
     tune_report,
     tune_summary,
 )
-from autoplace.report._html import check_writable, render, write_report
+from autoplace.report._html import render, write_report
 
 __all__ = [
-    "check_writable",
     "explanation_report",
     "measurement_table",
     "recommendation_report",

@@ -102,6 +102,13 @@ class TuneProgress:
             description=f"{event.phase.value}: measuring {shown}{more}  {self._best}",
         )
 
+    def wait(self, line: str) -> None:
+        """Another process on this machine is timing on the device: say so, then wait."""
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"{line}  {self._best}")  # type: ignore[arg-type]
+            return
+        self._console.print(line, highlight=False, markup=False, soft_wrap=True)
+
     def trial(self, event: Any) -> None:
         if event.best is not None:
             score = _score_text(event.best.score, event.objective.unit)

@@ -19,34 +19,17 @@ and its :class:`~autoplace.explaining.Explanation`.
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from autoplace import units
-from autoplace._atomic import write_atomic
-from autoplace.errors import BadInputError
+from autoplace._atomic import check_writable, write_atomic
 from autoplace.explaining import Explanation
 from autoplace.explaining._answers import finish_s, per_sample
 from autoplace.explaining._model import one_off
 from autoplace.explaining._plots import PALETTE, arm_key, log2_axis, throughput_figure
 from autoplace.measurement import Measurement
-
-
-def check_writable(out: str | Path) -> Path:
-    """Refuse, before any work, a report path that cannot be written."""
-    target = Path(out)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise BadInputError(
-            f"{target} is a folder: pass a file name for the report, e.g. report.html"
-        )
-    if not folder.is_dir():
-        raise BadInputError(f"no folder {folder} for the report: create it or pass another --out")
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise BadInputError(f"cannot write {target}: pass an --out in a folder you can write")
-    return target
 
 
 def write_report(
@@ -63,7 +46,7 @@ def write_report(
     ``out`` that cannot be written is refused before the study is read."""
     from autoplace.tuning import read_study
 
-    target = check_writable(out)
+    target = check_writable(out, "the report", make_folders=False)
     view = read_study(source, workload, storage=storage, study=study, objective=objective)
     return write_atomic(target, render(view))
 

@@ -17,6 +17,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import os
+import socket
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -131,6 +135,11 @@ class StudyLog(Protocol):
 
     def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None: ...
 
+    def keep_alive(self, tickets: Sequence[Ticket]) -> contextlib.AbstractContextManager[None]:
+        """While the block runs, keep ``tickets`` marked alive, so that no other worker
+        takes them for a dead one's and measures them again."""
+        ...
+
 
 class OptunaStudyLog:
     """A :class:`StudyLog` kept in an Optuna study (created if missing).
@@ -186,6 +195,7 @@ class OptunaStudyLog:
                     f"not {objective}: pass another --study"
                 )
             held = self._study.user_attrs
+            _check_identity(name, held, attrs, self._study)
             for key, value in attrs.items():
                 if key not in held:
                     self._study.set_user_attr(key, value)
@@ -236,19 +246,21 @@ class OptunaStudyLog:
     def history(self) -> History:
         from optuna.trial import TrialState
 
+        stale: list[Any] = []
         finished: list[tuple[dt.datetime, int, str, Config, Measurement]] = []
         pending: set[Config] = set()
         now = dt.datetime.now()
         with self._errors():
             trials = self._study.get_trials(deepcopy=False)
         for t in trials:
-            if set(t.params) < {"device", "batch_size", "precision"}:
+            if not set(t.params) >= _PARAMS:
                 continue
             config = _config_of(t.params)
             if t.state == TrialState.RUNNING:
-                started = t.datetime_start or now
-                if (now - started).total_seconds() < self._stale_after_s:
+                if self._alive(t, now):
                     pending.add(config)
+                else:
+                    stale.append(t)
                 continue
             data = t.system_attrs.get(_SYSTEM_ATTR) or t.user_attrs.get(_ATTR)
             if data is None or t.user_attrs.get("interrupted"):
@@ -258,6 +270,7 @@ class OptunaStudyLog:
                 continue
             phase = t.user_attrs.get("phase", "search")
             finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
+        self._reclaim(stale)
         finished.sort(key=lambda f: f[:2])
         confirmed: dict[Config, tuple[Measurement, ...]] = {}
         for _, _, phase, c, m in finished:
@@ -266,13 +279,60 @@ class OptunaStudyLog:
         searches = tuple((c, m) for _, _, phase, c, m in finished if phase != "confirm")
         return History(searches, confirmed, frozenset(pending))
 
+    def _alive(self, t: Any, now: dt.datetime) -> bool:
+        """Whether a RUNNING trial's owner still measures it: on this host, its process must
+        exist; anywhere, its heartbeat must be younger than :data:`STALE_AFTER_S`. A trial
+        of an autoplace from before owners were recorded is alive for ``stale_after_s``."""
+        owner, beat = t.user_attrs.get("owner"), t.user_attrs.get(_HEARTBEAT)
+        if owner is None or beat is None:
+            started = t.datetime_start or now
+            return (now - started).total_seconds() < self._stale_after_s
+        if owner.get("host") == _OWNER["host"] and not _process_alive(int(owner.get("pid", 0))):
+            return False
+        return time.time() - float(beat) < STALE_AFTER_S
+
+    def _reclaim(self, stale: Sequence[Any]) -> None:
+        """End the trials of dead owners as failed, marked reclaimed, so that they are
+        measured again at once (by whichever worker gets there: one that finds a trial
+        already ended by another leaves it)."""
+        from optuna.trial import TrialState
+
+        for t in stale:
+            with contextlib.suppress(Exception):
+                self._storage.set_trial_user_attr(t._trial_id, "reclaimed_by", _OWNER)
+                self._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+
+    @contextlib.contextmanager
+    def keep_alive(self, tickets: Sequence[Ticket]) -> Iterator[None]:
+        """Refresh the tickets' heartbeat every :data:`HEARTBEAT_S` while the block runs."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(HEARTBEAT_S):
+                with contextlib.suppress(Exception):  # a missed beat is retried next time
+                    for ticket in tickets:
+                        self._storage.set_trial_user_attr(ticket.trial_id, _HEARTBEAT, time.time())
+
+        thread = threading.Thread(target=beat, name="autoplace-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def begin(
         self, configs: Sequence[Config], phase: StoredPhase, reference: Config | None = None
     ) -> list[Ticket]:
         tickets = []
         with self._errors():
             for config in configs:
-                attrs: dict[str, Any] = {"config": config.label(), "phase": phase}
+                attrs: dict[str, Any] = {
+                    "config": config.label(),
+                    "phase": phase,
+                    "owner": _OWNER,
+                    _HEARTBEAT: time.time(),
+                }
                 if config == reference:
                     attrs["reference"] = True
                 trial_id = self._start_trial(config, attrs)
@@ -354,6 +414,57 @@ class OptunaStudyLog:
                 "the server is up and the database is an autoplace/Optuna study "
                 "(or pass another --storage)"
             ) from exc
+
+
+#: How often a worker refreshes the heartbeat of the trials it is measuring, and after how
+#: long without one a trial counts as its owner's death (another host's: on this host a
+#: dead process is seen at once).
+HEARTBEAT_S = 10.0
+STALE_AFTER_S = 60.0
+_HEARTBEAT = "heartbeat"
+#: Who measures: recorded with every trial begun, so that a trial left RUNNING by a killed
+#: worker is told from one in flight.
+_OWNER = {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+#: The parameters every autoplace trial has.
+_PARAMS = frozenset({"device", "batch_size", "precision"})
+
+
+def _check_identity(
+    name: str, held: Mapping[str, Any], attrs: Mapping[str, Any], study: Any
+) -> None:
+    """Refuse a study made by something else, or for another model file or workload: its
+    measurements are not of this model, and resuming it would mix them in."""
+    foreign = [t for t in study.get_trials(deepcopy=False) if not set(t.params) >= _PARAMS]
+    if foreign:
+        params = ", ".join(sorted(foreign[0].params)) or "none"
+        raise BadInputError(
+            f"study {name!r} was not made by autoplace (trial {foreign[0].number} has the "
+            f"parameters {params}): pass another --study"
+        )
+    mine, theirs = attrs.get("workload"), held.get("workload")
+    if mine is None or theirs is None:
+        return
+    if (theirs.get("name"), theirs.get("sha256")) != (mine.get("name"), mine.get("sha256")):
+        raise BadInputError(
+            f"study {name!r} holds measurements of workload {theirs.get('name')!r} of "
+            f"{theirs.get('path')} (sha256 {str(theirs.get('sha256'))[:8]}), not of "
+            f"{mine.get('name')!r} of {mine.get('path')} (sha256 {str(mine.get('sha256'))[:8]}): "
+            "pass another --study, or none (the default name is made from the file's hash)"
+        )
 
 
 def _bounds(held: Any, batch_sizes: Sequence[int], widths: Sequence[int]) -> dict[str, list[int]]:

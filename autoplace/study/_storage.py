@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import re
+import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,30 @@ def default_url(root: Path | None = None) -> str:
     return f"sqlite:///{(root or Path.cwd()) / DEFAULT_DB}"
 
 
+#: Query parameters that carry a secret (``?password=...``), masked like the password.
+_SECRET_PARAMS = frozenset({"password", "passwd", "pwd", "secret", "token", "sslpassword"})
+
+
 def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    return re.sub(r"(://[^/:@]*:)[^@/]*@", r"\1***@", url)
+    """The URL with its password, and any query parameter that carries a secret, replaced
+    by ``***``. Parsed, not matched: the password is everything between the user's ``:``
+    and the *last* ``@`` before the query, so a password holding ``/`` or ``@`` (which
+    people paste unencoded) is masked whole."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    head, question, query = rest.partition("?")
+    userinfo, at, host = head.rpartition("@")
+    if at and ":" in userinfo:
+        head = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    if question:
+        params = []
+        for param in query.split("&"):
+            key, equals, _ = param.partition("=")
+            secret = equals and key.lower() in _SECRET_PARAMS
+            params.append(f"{key}=***" if secret else param)
+        query = "&".join(params)
+    return f"{scheme}://{head}{question}{query}"
 
 
 def normalize_url(url: str) -> str:
@@ -82,7 +104,9 @@ def open_storage(url: str) -> Any:
             path.parent.mkdir(parents=True, exist_ok=True)
             return JournalStorage(JournalFileBackend(str(path)))
         if scheme == "redis":
-            return JournalStorage(JournalRedisBackend(url))
+            with warnings.catch_warnings():  # "experimental" in Optuna 4: not the user's news
+                warnings.simplefilter("ignore")
+                return JournalStorage(JournalRedisBackend(url))
         if scheme == "sqlite":
             path = Path(url.split(":///", 1)[1]) if ":///" in url else None
             if path is not None:
@@ -127,7 +151,14 @@ def _engine_kwargs(scheme: str) -> dict[str, Any]:
 
 
 def _check_sqlite(path: Path) -> None:
-    """Refuse a file that is not SQLite before SQLAlchemy turns it into a long traceback."""
+    """Refuse a file that is not SQLite, or one in a folder autoplace may not write (SQLite
+    writes a journal beside it), before SQLAlchemy turns it into a long traceback."""
+    for place in (path.parent, path if path.exists() else None):
+        if place is not None and not os.access(place, os.W_OK):
+            raise StorageError(
+                f"cannot write the study database {path} ({place} is read-only, and SQLite "
+                "writes beside it): pass a --storage in a folder you can write"
+            )
     if path.exists() and path.stat().st_size > 0:
         with open(path, "rb") as fh:
             header = fh.read(16)

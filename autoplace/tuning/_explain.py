@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import recommendation
-from autoplace.errors import BadInputError, StorageError
+from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.study import (
     History,
     OptunaStudyLog,
     close_storage,
     default_url,
+    mask_url,
     normalize_url,
     open_storage,
 )
@@ -152,7 +153,10 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
     try:
         names = [s.study_name for s in storage.get_all_studies()]
     except Exception as exc:
-        raise StorageError(f"cannot read the studies in {url}: {exc}") from exc
+        raise StorageError(
+            f"cannot read the studies in {mask_url(url)}: {first_line(exc)}; check that the "
+            "server is up, or pass another --storage"
+        ) from exc
     found = [
         n
         for n in names

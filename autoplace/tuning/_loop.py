@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import fingerprint, recommendation
+from autoplace._atomic import check_writable
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
 from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
 from autoplace.measurement import Measurement
-from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
+from autoplace.measuring import Backend, SubprocessBackend, resolve_workload, timing_lock
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.study import (
     History,
@@ -114,6 +115,7 @@ def tune(
     backend: Backend | None = None,
     on_trial: Callable[[TrialEvent], None] | None = None,
     on_group: Callable[[GroupEvent], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> TuneResult:
     """Search placements of a model file's workload and write the recommendation to ``out``.
 
@@ -124,7 +126,9 @@ def tune(
     groups with the drift between them fitted out (:mod:`._drift`). Then up to
     ``confirm`` finalists are measured again together and compared turn by turn, and
     a duel settles what that leaves open (:mod:`._verdict`). ``on_group`` hears of each
-    group before it is measured, ``on_trial`` of each result. A KeyboardInterrupt ends
+    group before it is measured, ``on_trial`` of each result, ``on_wait`` (a line) when
+    another process on this machine is timing on the same device and the tune waits for
+    it (:func:`autoplace.measuring.timing_lock`). A KeyboardInterrupt ends
     the search early: the result has ``interrupted=True``, everything measured is in
     the study, and the pick so far goes next to ``out`` (see :func:`partial_path`),
     never over a finished one. See the README for each option.
@@ -139,6 +143,9 @@ def tune(
     )
     for option, value in zip(_BOUNDS, (trials, timeout, max_memory, max_deviation), strict=True):
         check_positive(option, value)
+    if out is not None:  # before any measurement: a late failure would waste them
+        check_writable(out, "the recommendation (--out)")
+        check_writable(partial_path(out), "the recommendation (--out)")
     url = normalize_url(storage) if storage else default_url()
     settings = settings or MeasureSettings()
     if max_memory is not None:
@@ -192,6 +199,7 @@ def tune(
             on_trial,
             on_group,
             max_deviation,
+            on_wait,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
         memory = {d.name: d.memory_bytes for d in available}
@@ -244,6 +252,7 @@ class _Loop:
     on_trial: Callable[[TrialEvent], None] | None
     on_group: Callable[[GroupEvent], None] | None = None
     max_deviation: float | None = None
+    on_wait: Callable[[str], None] | None = None
 
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
@@ -259,7 +268,11 @@ class _Loop:
             if self.on_group is not None:
                 self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
             try:
-                results = self.backend.measure_together(self.requests(group, phase))
+                with (
+                    self.log.keep_alive(tickets),
+                    timing_lock([c.device for c in group], self.on_wait),
+                ):
+                    results = self.backend.measure_together(self.requests(group, phase))
             except KeyboardInterrupt:
                 self.backend.close()
                 self.log.abandon(tickets, interrupted=True)

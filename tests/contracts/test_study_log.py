@@ -4,12 +4,17 @@ conftest.py; the servers' cases skip where AUTOPLACE_SKIP_SERVER_TESTS=1)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from autoplace import BadInputError, Config, Measurement
-from autoplace.study import OptunaStudyLog, StudyLog, close_storage, open_storage
+from autoplace.study import OptunaStudyLog, StudyLog, _log, close_storage, open_storage
 
 A = Config("cpu:0", 8, "float32")
 B = Config("cpu:0", 16, "float32")
@@ -95,3 +100,44 @@ def test_a_study_made_for_the_other_direction_is_refused(open_log) -> None:
     open_log("maximize")
     with pytest.raises(BadInputError, match="made for an objective to maximize, not latency"):
         open_log("minimize")
+
+
+def _dead_pid() -> int:
+    """The id of a process that has just ended."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _trial(log, ticket):
+    return log._storage.get_trial(ticket.trial_id)
+
+
+def test_a_killed_workers_measurement_on_this_host_is_reclaimed_at_once(open_log) -> None:
+    log = open_log()
+    (ticket,) = log.begin([C], "search")
+    owner = {"host": socket.gethostname(), "pid": _dead_pid()}  # as a kill -9 leaves it
+    log._storage.set_trial_user_attr(ticket.trial_id, "owner", owner)
+    other = open_log()
+    assert other.history().pending == frozenset()  # not skipped as measured elsewhere
+    trial = _trial(other, ticket)
+    assert trial.state.name == "FAIL" and trial.user_attrs["reclaimed_by"]["pid"] == os.getpid()
+
+
+def test_another_hosts_measurement_is_alive_while_its_heartbeat_is(open_log) -> None:
+    log = open_log()
+    fresh, old = log.begin([B, C], "search")
+    for ticket, age in ((fresh, 5.0), (old, _log.STALE_AFTER_S + 5.0)):
+        log._storage.set_trial_user_attr(ticket.trial_id, "owner", {"host": "elsewhere", "pid": 1})
+        log._storage.set_trial_user_attr(ticket.trial_id, "heartbeat", time.time() - age)
+    assert open_log().history().pending == {B}
+
+
+def test_keep_alive_refreshes_the_heartbeat_while_measuring(open_log, monkeypatch) -> None:
+    monkeypatch.setattr(_log, "HEARTBEAT_S", 0.05)
+    log = open_log()
+    (ticket,) = log.begin([C], "search")
+    first = _trial(log, ticket).user_attrs["heartbeat"]
+    with log.keep_alive([ticket]):
+        time.sleep(0.5)
+    assert _trial(log, ticket).user_attrs["heartbeat"] > first

@@ -8,7 +8,7 @@ import pytest
 from synthetic import SyntheticBackend
 
 import autoplace
-from autoplace import StorageError
+from autoplace import BadInputError, StorageError
 from autoplace.study import mask_url, normalize_url, open_storage, storage_at
 
 
@@ -84,6 +84,14 @@ def test_password_is_masked():
     assert mask_url("postgresql://bob:s3cret@db:5432/x") == "postgresql://bob:***@db:5432/x"
     assert mask_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
     assert mask_url("sqlite:///a.db") == "sqlite:///a.db"
+    # what a regular expression leaked: a '/' or an '@' in the password, a query parameter
+    assert mask_url("postgresql://user:Pw/x@host/db") == "postgresql://user:***@host/db"
+    assert mask_url("mysql://root:p@ss@h:3306/test") == "mysql://root:***@h:3306/test"
+    assert (
+        mask_url("postgresql://u@h/db?sslmode=require&password=Pw/x")
+        == "postgresql://u@h/db?sslmode=require&password=***"
+    )
+    assert mask_url("sqlite:////tmp/a@b.db") == "sqlite:////tmp/a@b.db"
 
 
 def test_urls_people_type_are_normalised(tmp_path):
@@ -105,3 +113,43 @@ def test_unknown_scheme_and_unreachable_server_are_storage_errors():
         open_storage("nosuchdb://x/y")
     with pytest.raises(StorageError, match="cannot open"):
         open_storage("postgresql://postgres@127.0.0.1:1/test")
+
+
+def test_a_study_of_another_model_file_is_refused(storage_url, study_name, tmp_path):
+    tune(storage_url, study_name, SyntheticBackend(), tmp_path, trials=2)
+    other = tmp_path / "other.py"
+    other.write_text("# another model\n")
+    with pytest.raises(BadInputError, match="holds measurements of workload") as info:
+        autoplace.tune(
+            other,
+            storage=storage_url,
+            study=study_name,
+            out=None,
+            backend=SyntheticBackend(),
+            trials=1,
+        )
+    assert "pass another --study" in str(info.value)
+
+
+def test_a_study_autoplace_did_not_make_is_refused_in_one_line(storage_url, study_name, tmp_path):
+    with storage_at(storage_url) as storage:
+        study = optuna.create_study(study_name=study_name, storage=storage, direction="maximize")
+        study.optimize(lambda t: t.suggest_float("x", 0, 1) + t.suggest_int("batch_size", 1, 8), 2)
+    with pytest.raises(BadInputError, match="not made by autoplace") as info:
+        tune(storage_url, study_name, SyntheticBackend(), tmp_path, trials=1)
+    assert "batch_size, x" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_sqlite_study_in_a_read_only_folder_is_one_clear_error(tmp_path, monkeypatch):
+    import autoplace.study._storage as storage_module
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real = storage_module.os.access
+    # tests run as root on CI, which may write anywhere: the OS is asked, so ask it here
+    monkeypatch.setattr(
+        storage_module.os, "access", lambda p, m: False if p == folder else real(p, m)
+    )
+    with pytest.raises(StorageError, match="read-only") as info:
+        open_storage(f"sqlite:///{folder / 'studies.db'}")
+    assert "--storage" in str(info.value) and "\n" not in str(info.value)

@@ -344,3 +344,27 @@ def test_tune_recommends_the_exact_best_of_curves_a_one_peak_search_misses(env, 
     assert curve(result.best.config) == pytest.approx(max(map(curve, result.space.configs())))
     if peak is not None:
         assert result.best.config.batch_size == peak
+
+
+@pytest.mark.parametrize("where", ["a folder", "a folder nobody may write"])
+def test_an_out_that_cannot_be_written_is_refused_before_any_measurement(
+    tmp_path, monkeypatch, where
+):
+    backend = SyntheticBackend()
+    out = tmp_path / "ro" / "autoplace.toml"
+    out.parent.mkdir()
+    if where == "a folder":
+        out = out.parent
+    else:
+        # tests run as root on CI, which may write anywhere: the OS is asked, so ask it here
+        real = autoplace._atomic.os.access
+        monkeypatch.setattr(
+            autoplace._atomic.os,
+            "access",
+            lambda p, mode: False if str(p) == str(out.parent) else real(p, mode),
+        )
+    m = tmp_path / "m.py"
+    m.write_text("# synthetic\n")
+    with pytest.raises(BadInputError, match="the recommendation"):
+        autoplace.tune(m, storage=f"sqlite:///{tmp_path / 's.db'}", out=out, backend=backend)
+    assert backend.measured == []

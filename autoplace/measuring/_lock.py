@@ -1,0 +1,61 @@
+"""One machine, one timed loop at a time: a file lock per device.
+
+Two tunes timing loops on one machine at the same moment corrupt each other's timings
+(two processes on two cores, or on one GPU). So every measurement takes the lock of each
+device it runs on, a file under the temporary directory that every autoplace process on
+the host shares (``filelock``: the well-kept library for it; the OS releases the lock of
+a killed process). The CPU devices of one host are one lock: JAX's virtual CPU devices
+share the same cores. A process that has to wait is told who holds the lock, and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+#: Where the locks live: one folder per host (the temporary directory is the host's own).
+LOCK_DIR = Path(tempfile.gettempdir()) / "autoplace-locks"
+
+
+def lock_key(device: str) -> str:
+    """The lock a device's timings take: ``cpu`` for every CPU device, else the device."""
+    platform = device.split(":", 1)[0]
+    return "cpu" if platform == "cpu" else device.replace(":", "-")
+
+
+@contextlib.contextmanager
+def timing_lock(
+    devices: Sequence[str], on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold the lock of every device in ``devices`` (in one order, so two processes never
+    deadlock); while another process holds one, call ``on_wait`` with a line saying so,
+    once, then wait for it."""
+    from filelock import FileLock, Timeout
+
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        for key in sorted({lock_key(d) for d in devices}):
+            lock = FileLock(LOCK_DIR / f"{key}.lock")
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                if on_wait is not None:
+                    on_wait(f"waiting: {_holder(key)} is timing on {key}")
+                lock.acquire()
+            held.callback(lock.release)
+            _owner_file(key).write_text(str(os.getpid()))
+        yield
+
+
+def _owner_file(key: str) -> Path:
+    return LOCK_DIR / f"{key}.owner"
+
+
+def _holder(key: str) -> str:
+    """Who holds ``key``'s lock, as far as its owner file says."""
+    with contextlib.suppress(OSError, ValueError):
+        return f"another autoplace (pid {int(_owner_file(key).read_text())})"
+    return "another autoplace"
