@@ -58,9 +58,14 @@ _PREFIX = "autoplace-worker-"
 
 def _sweep_orphans() -> None:
     """Remove the worker folders whose owning process is gone (killed before its close())."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
-        pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        pid, orphan = folder.name[len(_PREFIX) :].split("-", 1)[0], False
+        if pid.isdigit() and "-" in folder.name[len(_PREFIX) :]:
+            orphan = not _alive(int(pid))
+        else:  # named before owners were: a day old is no live worker's
+            with contextlib.suppress(OSError):
+                orphan = time.time() - folder.stat().st_mtime > 86400
+        if orphan:
             shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -70,6 +70,8 @@ from autoplace.tuning._verdict import (
 from autoplace.workload import ModelFile, WorkloadInfo
 
 _NO_LIMIT = 2**40
+#: How often a worker with nothing left but others' measurements in flight looks again.
+PENDING_POLL_S = 1.0
 #: Options that must be positive when given.
 _BOUNDS = ("--trials", "--timeout", "--max-memory", "--max-deviation")
 
@@ -257,11 +259,23 @@ class _Loop:
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
         final standing, the number of new measurements, and whether interrupted."""
-        new = 0
+        new, waiting = 0, False
         while True:
             history = self.log.history().only(self.space.__contains__)
             now = standing(history, self.objective, self.space, self.max_deviation)
             phase, group, reference = self.next_group(now, history, budget.room(new))
+            if not group and history.pending and budget.room(new) > 0:
+                # Nothing left but what other workers are measuring right now: wait for
+                # their results (a dead worker's are reclaimed), then judge again.
+                if self.on_wait is not None and not waiting:
+                    self.on_wait(
+                        f"waiting: another worker is measuring {len(history.pending)} "
+                        "configuration(s) of this study"
+                    )
+                waiting = True
+                time.sleep(PENDING_POLL_S)
+                continue
+            waiting = False
             if not group:
                 return now, new, False
             tickets = self.log.begin(group, phase.stored, reference)

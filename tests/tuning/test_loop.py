@@ -368,3 +368,50 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_measurement(
     with pytest.raises(BadInputError, match="the recommendation"):
         autoplace.tune(m, storage=f"sqlite:///{tmp_path / 's.db'}", out=out, backend=backend)
     assert backend.measured == []
+
+
+def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_path):
+    # Another worker holds the only configuration; this one neither measures it again nor
+    # ends with "nothing to recommend": it waits for the result, then uses it.
+    import threading
+
+    from autoplace import Config, Measurement
+    from autoplace.study import OptunaStudyLog, open_storage
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    config = Config("cpu:0", 64, "float32", 64)
+    other = OptunaStudyLog(
+        open_storage(url),
+        url,
+        name="shared",
+        direction="maximize",
+        objective="throughput",
+        attrs={},
+        devices=["cpu:0"],
+        with_width=True,
+        stale_after_s=3600.0,
+    )
+    (ticket,) = other.begin([config], "search")
+    done = Measurement(
+        "ok", "", "cpu:0", 64, "float32", 64, fed_step_s=0.01, fed_samples_per_s=6400.0
+    )
+    finish = threading.Timer(1.5, other.record, (ticket, done, 6400.0))
+    finish.start()
+    m = tmp_path / "m.py"
+    m.write_text("# synthetic\n")
+    heard, backend = [], SyntheticBackend()
+    result = autoplace.tune(
+        m,
+        batch_sizes=(64,),
+        precisions=("float32",),
+        storage=url,
+        study="shared",
+        out=None,
+        backend=backend,
+        confirm=0,
+        on_wait=heard.append,
+    )
+    finish.join()
+    assert backend.measured == []
+    assert result.best is not None and result.best.config == config
+    assert len(heard) == 1 and "another worker is measuring 1" in heard[0]
