@@ -135,6 +135,14 @@ class StudyLog(Protocol):
 
     def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None: ...
 
+    def claim(self, tickets: Sequence[Ticket], phase: StoredPhase) -> list[Ticket]:
+        """The tickets this worker keeps after :meth:`begin`: a configuration begun by two
+        workers at once is the earlier trial's (the storage numbers trials in order, so
+        every worker agrees); the others are abandoned. In the search, a reference may be
+        measured again and only the lost configurations go; in a confirmation, a lost one
+        loses the whole group (finalists are compared only when timed together)."""
+        ...
+
     def keep_alive(self, tickets: Sequence[Ticket]) -> contextlib.AbstractContextManager[None]:
         """While the block runs, keep ``tickets`` marked alive, so that no other worker
         takes them for a dead one's and measures them again."""
@@ -301,6 +309,47 @@ class OptunaStudyLog:
             with contextlib.suppress(Exception):
                 self._storage.set_trial_user_attr(t._trial_id, "reclaimed_by", _OWNER)
                 self._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+
+    def claim(self, tickets: Sequence[Ticket], phase: StoredPhase) -> list[Ticket]:
+        from optuna.trial import TrialState
+
+        with self._errors():
+            trials = self._study.get_trials(
+                deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
+            )
+        mine = {t.trial_id for t in tickets}
+        lost = []
+        for ticket in tickets:
+            attrs = self._storage.get_trial(ticket.trial_id).user_attrs
+            if attrs.get("reference"):
+                continue  # the best so far, measured again with the group on purpose
+            rivals = [
+                t
+                for t in trials
+                if t._trial_id not in mine
+                and t.number < ticket.number
+                and t.user_attrs.get("config") == ticket.config.label()
+                and t.user_attrs.get("phase", "search") == phase
+                and not t.user_attrs.get("reference")
+                and (phase == "search" or t.state == TrialState.RUNNING)
+                and (t.state == TrialState.RUNNING or self._counts(t))
+            ]
+            if rivals:
+                lost.append(ticket)
+        if not lost:
+            return list(tickets)
+        gone = list(tickets) if phase == "confirm" else lost
+        with self._errors():
+            for ticket in gone:
+                self._storage.set_trial_user_attr(ticket.trial_id, "lost_claim", True)
+                self._study.tell(ticket.number, state=TrialState.FAIL)
+        return [t for t in tickets if t not in gone]
+
+    def _counts(self, t: Any) -> bool:
+        """Whether a finished trial counts in this worker's history (``--remeasure``
+        leaves out what finished before it started)."""
+        when = t.datetime_complete or t.datetime_start
+        return self._since is None or when is None or when >= self._since
 
     @contextlib.contextmanager
     def keep_alive(self, tickets: Sequence[Ticket]) -> Iterator[None]:

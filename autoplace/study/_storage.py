@@ -112,6 +112,9 @@ def open_storage(url: str) -> Any:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _check_sqlite(path)
+                # Workers started together on a new file would each create its tables.
+                with _creating(path):
+                    return RDBStorage(url, engine_kwargs=_engine_kwargs(scheme))
         return RDBStorage(url, engine_kwargs=_engine_kwargs(scheme))
     except StorageError:
         raise
@@ -148,6 +151,20 @@ def _engine_kwargs(scheme: str) -> dict[str, Any]:
     if scheme.startswith(("mysql", "postgresql")):
         return {"pool_pre_ping": True}
     return {}
+
+
+def _creating(path: Path) -> Any:
+    """A lock held while a SQLite study file is opened (its tables created if new), under
+    the temporary directory, named after the file's path."""
+    import hashlib
+    import tempfile
+
+    from filelock import FileLock
+
+    folder = Path(tempfile.gettempdir()) / "autoplace-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return FileLock(folder / f"sqlite-{digest}.lock")
 
 
 def _check_sqlite(path: Path) -> None:

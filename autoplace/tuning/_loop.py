@@ -278,7 +278,10 @@ class _Loop:
             waiting = False
             if not group:
                 return now, new, False
-            tickets = self.log.begin(group, phase.stored, reference)
+            tickets = self.log.claim(self.log.begin(group, phase.stored, reference), phase.stored)
+            group = [t.config for t in tickets]
+            if not group:
+                continue  # all of it claimed by other workers first: judge again
             if self.on_group is not None:
                 self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
             try:

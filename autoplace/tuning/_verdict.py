@@ -276,10 +276,14 @@ def finalists_to_confirm(
     ``searched`` is the search's standing (its drift-corrected scores, best first).
     While any finalist lacks a confirmation, all of them are measured together (those
     confirmed before, e.g. by another worker, get another): a comparison is fair only
-    within one interleaved measurement. Finalists are chosen on the search's own
+    within one interleaved measurement. While any finalist is being measured (``taken``:
+    another worker confirming them), none: the study is confirmed once, not once per
+    worker, and this worker waits for that result. Finalists are chosen on the search's own
     measurements, so a confirmation that reshuffles the ranking sets off no more.
     """
-    chosen = [c for c in finalists(searched, objective, k) if c not in taken]
+    chosen = finalists(searched, objective, k)
+    if any(c in taken for c in chosen):
+        return []  # another worker is confirming them: the study's confirmation is its
     if all(confirmed.get(c) for c in chosen):
         return []
     return chosen

@@ -153,3 +153,46 @@ def test_a_sqlite_study_in_a_read_only_folder_is_one_clear_error(tmp_path, monke
     with pytest.raises(StorageError, match="read-only") as info:
         open_storage(f"sqlite:///{folder / 'studies.db'}")
     assert "--storage" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_three_workers_split_the_search_and_agree(storage_url, study_name, tmp_path):
+    import threading
+
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    results, errors = [], []
+
+    def worker(n: int) -> None:
+        try:
+            results.append(
+                autoplace.tune(
+                    model,
+                    precisions=("float32", "bfloat16"),
+                    storage=storage_url,
+                    study=study_name,
+                    out=tmp_path / f"worker-{n}.toml",
+                    backend=SyntheticBackend(),
+                )
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors and len(results) == 3
+    with storage_at(storage_url) as storage:
+        trials = optuna.load_study(study_name=study_name, storage=storage).trials
+    searched = [
+        t.user_attrs["config"]
+        for t in trials
+        if t.state.name == "COMPLETE"
+        and t.user_attrs.get("phase") == "search"
+        and not t.user_attrs.get("reference")
+    ]
+    assert len(searched) == len(set(searched))  # no configuration searched twice
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+    picks = {r.best.config for r in results}
+    assert len(picks) == 1  # every worker writes the same placement
