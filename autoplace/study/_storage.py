@@ -102,6 +102,7 @@ def open_storage(url: str) -> Any:
         if scheme == "journal":
             path = Path(url.split("://", 1)[1])
             path.parent.mkdir(parents=True, exist_ok=True)
+            _check_journal(path)
             return JournalStorage(JournalFileBackend(str(path)))
         if scheme == "redis":
             with warnings.catch_warnings():  # "experimental" in Optuna 4: not the user's news
@@ -165,6 +166,29 @@ def _creating(path: Path) -> Any:
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     return FileLock(folder / f"sqlite-{digest}.lock")
+
+
+def _check_journal(path: Path) -> None:
+    """Refuse a Journal file whose last record is cut or damaged, before anything is
+    appended to it: Optuna would append after the broken line, and then could no longer
+    read the file at all."""
+    import json
+
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 65536))
+        tail = fh.read()
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        ok = tail.endswith(b"\n") and isinstance(json.loads(last), dict)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise StorageError(
+            f"the study journal {path} ends in a cut or damaged record (a writer killed "
+            "mid-write?): copy it aside, delete its last line, and run again"
+        )
 
 
 def _check_sqlite(path: Path) -> None:
