@@ -1,12 +1,7 @@
 import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 from autoplace._atomic import STALE_S, write_atomic
-from autoplace.measuring import SubprocessBackend
 
 
 def test_a_killed_writers_temporary_file_is_swept_by_the_next_write(tmp_path):
@@ -20,17 +15,3 @@ def test_a_killed_writers_temporary_file_is_swept_by_the_next_write(tmp_path):
     write_atomic(target, "whole")
     assert target.read_text() == "whole"
     assert not stale.exists() and fresh.exists()
-
-
-def test_a_killed_owners_worker_folder_is_swept_by_the_next_backend():
-    # A process that made a worker folder and was killed before closing its backend.
-    code = (
-        "import os, tempfile; "
-        "print(tempfile.mkdtemp(prefix=f'autoplace-worker-{os.getpid()}-'), flush=True); "
-        "os.kill(os.getpid(), 9)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    orphan = Path(done.stdout.strip())
-    assert orphan.is_dir() and orphan.parent == Path(tempfile.gettempdir())
-    with SubprocessBackend():
-        assert not orphan.exists()

@@ -146,7 +146,7 @@ class SubprocessBackend:
         reply = self._roundtrip(("devices", None), timeout=300.0)
         if reply[0] != "ok":
             raise WorkerError(
-                f"the measurement worker failed to start: {reply[1]}; see {self._log}"
+                f"the measurement worker failed to start: {reply[1]}; see {self._kept_log()}"
             )
         self._devices = reply[1]
         self.last_start_s = time.perf_counter() - t
@@ -170,6 +170,16 @@ class SubprocessBackend:
         with contextlib.suppress(OSError):
             self._conn.close()
         self._process = self._conn = None
+
+    def _kept_log(self) -> Path:
+        """A copy of the worker's log that outlives close(), for an error that names it."""
+        kept = (
+            Path(tempfile.gettempdir())
+            / f"autoplace-failed-worker-{os.getpid()}-{time.time_ns()}.log"
+        )
+        with contextlib.suppress(OSError):
+            shutil.copyfile(self._log, kept)
+        return kept
 
     def close(self) -> None:
         self._stop()

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -280,3 +281,27 @@ def test_a_script_without_a_main_guard(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # the worker is a fresh interpreter: it does not re-run this script's top level
     assert done.stdout.splitlines() == ["top level ran", "status ok"]
+
+
+def test_a_killed_owners_worker_folder_is_swept_by_the_next_backend():
+    # A process that made a worker folder and was killed before closing its backend.
+    code = (
+        "import os, tempfile; "
+        "print(tempfile.mkdtemp(prefix=f'autoplace-worker-{os.getpid()}-'), flush=True); "
+        "os.kill(os.getpid(), 9)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    orphan = Path(done.stdout.strip())
+    assert orphan.is_dir() and orphan.parent == Path(tempfile.gettempdir())
+    with SubprocessBackend():
+        assert not orphan.exists()
+
+
+def test_a_worker_log_an_error_names_still_exists_after_close():
+    backend = SubprocessBackend(jax_config={"jax_no_such_option": 1})
+    with pytest.raises(autoplace.WorkerError, match="failed to start") as info:
+        backend.devices()
+    backend.close()
+    log = Path(re.search(r"see (\S+)$", str(info.value)).group(1))
+    assert "jax_no_such_option" in log.read_text()
+    log.unlink()
