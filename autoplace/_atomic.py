@@ -8,13 +8,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoplace.errors import BadInputError
+
 
 def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: bool = True) -> Path:
     """Refuse, before any work, a path ``what`` cannot be written to: a folder, a missing
     folder (unless ``make_folders``: then the nearest existing one must be writable), a
     folder or file the user may not write. Raises :class:`~autoplace.BadInputError`."""
-    from autoplace.errors import BadInputError
-
     target = Path(path)
     if target.is_dir():
         raise BadInputError(f"{target} is a folder: pass a file name for {what}")

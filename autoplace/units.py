@@ -56,6 +56,13 @@ def seconds(value: float | None) -> str:
     return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
 
 
+def score(value: float | None, unit: str) -> str:
+    """An objective's score in its unit: a duration, or a rate (``1.23 k samples/s``)."""
+    if value is None:
+        return "-"
+    return seconds(value) if unit == "s" else f"{rate(value)} {unit}"
+
+
 def size(value: float | None) -> str:
     if value is None:
         return "-"

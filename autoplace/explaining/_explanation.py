@@ -68,10 +68,6 @@ class Explanation:
     sentences: tuple[str, ...] = ()
     undetermined: tuple[str, ...] = ()
 
-    def headline(self, n: int = 3) -> list[str]:
-        """The ``n`` most important sentences."""
-        return list(self.sentences[:n])
-
     def as_dict(self) -> dict[str, Any]:
         """The recommendation file's ``[explanation]`` section."""
         return {

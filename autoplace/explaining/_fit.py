@@ -98,11 +98,6 @@ class Line:
         balance = self.balance
         return None if balance is None else share / (1.0 - share) * balance
 
-    @property
-    def determined(self) -> bool:
-        """Whether the line rests on at least two batch sizes (a unique fit)."""
-        return len(self.batches) >= 2
-
     def as_dict(self) -> dict[str, object]:
         return {
             "fixed_s": self.fixed,

@@ -40,7 +40,7 @@ def explain_standing(
 def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
     """The explanation with its first sentence: what wins, and by how much."""
     best, objective = standing.best, standing.objective
-    score = _score_text(best.score, objective.unit)
+    score = units.score(best.score, objective.unit)
     text = f"{explanation.winner} wins ({objective.name}: {score}"
     runner = standing.runner_up
     if runner is not None:
@@ -60,7 +60,3 @@ def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
     else:
         text += ")."
     return dataclasses.replace(explanation, sentences=(text, *explanation.sentences))
-
-
-def _score_text(score: float, unit: str) -> str:
-    return units.seconds(score) if unit == "s" else f"{units.rate(score)} {unit}"

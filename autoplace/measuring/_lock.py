@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-#: Where the locks live: one folder per host (the temporary directory is the host's own).
-LOCK_DIR = Path(tempfile.gettempdir()) / "autoplace-locks"
+from autoplace._host import LOCK_DIR
 
 
 def lock_key(device: str) -> str:

@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from autoplace._host import process_alive
 from autoplace.devices import DeviceInfo
 from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
 from autoplace.measurement import Measurement
@@ -61,22 +62,12 @@ def _sweep_orphans() -> None:
     for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
         pid, orphan = folder.name[len(_PREFIX) :].split("-", 1)[0], False
         if pid.isdigit() and "-" in folder.name[len(_PREFIX) :]:
-            orphan = not _alive(int(pid))
+            orphan = not process_alive(int(pid))
         else:  # named before owners were: a day old is no live worker's
             with contextlib.suppress(OSError):
                 orphan = time.time() - folder.stat().st_mtime > 86400
         if orphan:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 class SubprocessBackend:

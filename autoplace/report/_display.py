@@ -64,14 +64,6 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
     console.print(table)
 
 
-def _score_text(score: float | None, unit: str) -> str:
-    if score is None:
-        return "-"
-    if unit == "s":
-        return units.seconds(score)
-    return f"{units.rate(score)} {unit}"
-
-
 def _config_text(c: Any) -> str:
     width = "" if c.width is None else f" width={c.width}"
     return f"{c.device} b={c.batch_size} {c.precision}{width}"
@@ -111,13 +103,13 @@ class TuneProgress:
 
     def trial(self, event: Any) -> None:
         if event.best is not None:
-            score = _score_text(event.best.score, event.objective.unit)
+            score = units.score(event.best.score, event.objective.unit)
             self._best = f"best: {_config_text(event.best.config)} ({score})"
         m, self._done = event.measurement, self._done + 1
         if self._progress is not None:
             self._progress.update(self._task, completed=event.new_trials)  # type: ignore[arg-type]
             return
-        result = _score_text(event.score, event.objective.unit) if m.status == "ok" else m.status
+        result = units.score(event.score, event.objective.unit) if m.status == "ok" else m.status
         self._console.print(
             f"{self._done:4d} {event.phase.value:7} {_config_text(m)}: {result}"
             f"{'' if m.status == 'ok' else ' (' + m.reason + ')'}  {self._best}",
@@ -237,7 +229,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     width = "" if b.width is None else f", width {b.width}"
     console.print(
         f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
-        f"{_score_text(result.best.score, obj.unit)} "
+        f"{units.score(result.best.score, obj.unit)} "
         f"({confirmation(len(result.best.votes), b.interleaved_with)})"
     )
     rec = result.document.get("recommendation", {})
@@ -329,7 +321,7 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     table.add_column("value", justify="right")
     basis = confirmation(len(fig.get("score_votes") or []), fig.get("interleaved_with"))
     for label, value in (
-        ("score", f"{_score_text(fig.get('score'), obj.get('unit', ''))} ({basis})"),
+        ("score", f"{units.score(fig.get('score'), obj.get('unit', ''))} ({basis})"),
         ("steady step", units.seconds(fig.get("step_s"))),
         ("spread", _spread_text(fig.get("step_spread"), fig.get("step_samples"))),
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),
@@ -356,12 +348,12 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     for alt in doc.get("alternatives", []):
         console.print(
             f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "
-            f"{_score_text(alt['figures'].get('score'), obj.get('unit', ''))}"
+            f"{units.score(alt['figures'].get('score'), obj.get('unit', ''))}"
         )
     for pw in doc.get("per_width", []):
         console.print(
             f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
-            f"{pw['precision']} — {_score_text(pw['figures'].get('score'), obj.get('unit', ''))}"
+            f"{pw['precision']} — {units.score(pw['figures'].get('score'), obj.get('unit', ''))}"
         )
     _arms_out(doc["study"], console)
     study, fp = doc["study"], doc.get("fingerprint", {})

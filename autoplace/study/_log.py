@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
+from autoplace._host import process_alive
 from autoplace.config import PRECISIONS, Config
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.measurement import Measurement
@@ -295,7 +296,7 @@ class OptunaStudyLog:
         if owner is None or beat is None:
             started = t.datetime_start or now
             return (now - started).total_seconds() < self._stale_after_s
-        if owner.get("host") == _OWNER["host"] and not _process_alive(int(owner.get("pid", 0))):
+        if owner.get("host") == _OWNER["host"] and not process_alive(int(owner.get("pid", 0))):
             return False
         return time.time() - float(beat) < STALE_AFTER_S
 
@@ -474,18 +475,6 @@ _HEARTBEAT = "heartbeat"
 #: Who measures: recorded with every trial begun, so that a trial left RUNNING by a killed
 #: worker is told from one in flight.
 _OWNER = {"host": socket.gethostname(), "pid": os.getpid()}
-
-
-def _process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 #: The parameters every autoplace trial has.

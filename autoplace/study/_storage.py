@@ -14,6 +14,7 @@ autoplace never writes a storage of its own: Optuna's are the distributed engine
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import warnings
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from autoplace._host import LOCK_DIR
 from autoplace.errors import StorageError, first_line
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
@@ -157,15 +159,11 @@ def _engine_kwargs(scheme: str) -> dict[str, Any]:
 def _creating(path: Path) -> Any:
     """A lock held while a SQLite study file is opened (its tables created if new), under
     the temporary directory, named after the file's path."""
-    import hashlib
-    import tempfile
-
     from filelock import FileLock
 
-    folder = Path(tempfile.gettempdir()) / "autoplace-locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return FileLock(folder / f"sqlite-{digest}.lock")
+    return FileLock(LOCK_DIR / f"sqlite-{digest}.lock")
 
 
 def _check_journal(path: Path) -> None:

@@ -93,9 +93,7 @@ def read_study(
         doc = recommendation.read(path)
         study = study or doc["study"]["name"]
         objective = doc["objective"]["name"]
-        run = {
-            k: doc["objective"][k] for k in ("steps", "samples", "epochs") if k in doc["objective"]
-        }
+        run = _run_of(doc)
         url = normalize_url(storage) if storage else _stored_url(doc, path)
     else:
         run = {}
@@ -135,6 +133,11 @@ def read_study(
     )
     explanation = explain_standing(now, space=space, device_memory=memory, margin=margin)
     return StudyView(name, now, space, explanation, memory)
+
+
+def _run_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The run length a recommendation file's objective was made with (time-to-finish)."""
+    return {k: v for k, v in doc["objective"].items() if k in ("steps", "samples", "epochs")}
 
 
 def _stored_url(doc: dict[str, Any], path: Path) -> str:
@@ -234,11 +237,7 @@ def fill_fit(
             batch_sizes=space.get("batch_sizes"),
             precisions=space.get("precisions"),
             widths=space.get("widths") or None,
-            **{
-                k: doc["objective"][k]
-                for k in ("steps", "samples", "epochs")
-                if k in doc["objective"]
-            },
+            **_run_of(doc),
         )
         if not model.is_file():
             raise BadInputError(

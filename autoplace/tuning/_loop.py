@@ -174,13 +174,14 @@ def tune(
         )
         identity = _identity(mf, info, available, obj)
         name = study or _study_name(identity)
+        memory = {d.name: d.memory_bytes for d in available}
         log = OptunaStudyLog(
             opening.result(),
             url,
             name=name,
             direction=obj.direction,
             objective=obj.name,
-            attrs={**identity, "device_memory": {d.name: d.memory_bytes for d in available}},
+            attrs={**identity, "device_memory": memory},
             devices=[d.name for d in available],
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
@@ -204,7 +205,6 @@ def tune(
             on_wait,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
-        memory = {d.name: d.memory_bytes for d in available}
         explanation = explain_standing(final, space=space, device_memory=memory)
         if final.best is not None and not interrupted:
             # What autoplace picked and why, for people reading the study in Optuna's tools.
