@@ -13,6 +13,7 @@ from autoplace.errors import (
     ConfigFileError,
     ModelFileError,
     StorageError,
+    StorageFaultError,
     WorkerError,
 )
 from autoplace.measurement import Measurement
@@ -52,6 +53,7 @@ __all__ = [
     "Objective",
     "Space",
     "StorageError",
+    "StorageFaultError",
     "Strategy",
     "SubprocessBackend",
     "TrialEvent",

@@ -37,6 +37,13 @@ class StorageError(BadInputError):
     """The study storage cannot be opened: bad URL, missing driver, unreachable or corrupt."""
 
 
+class StorageFaultError(StorageError):
+    """The study storage failed during a run (locked past the retries, connection lost):
+    not the user's input, so exit code 1. What was recorded before is kept."""
+
+    exit_code = 1
+
+
 class WorkerError(AutoplaceError):
     """The measurement worker broke in a way that is autoplace's fault, not the workload's."""
 

@@ -25,8 +25,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return (0 if code is None else int(code)), out, err
 
 
-def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> str:
-    assert code == 2, (code, err)
+def assert_one_line_error(code: int, out: str, err: str, *fragments: str, exit_code=2) -> str:
+    assert code == exit_code, (code, err)
     assert out == ""
     assert "Traceback" not in err
     lines = err.splitlines()
@@ -350,3 +350,83 @@ def test_show_names_the_finalists_equal_within_the_noise(
     assert "run on cpu:0 (cpu), batch 64, float32" in text
     assert "equal within the noise: cpu:0 bfloat16 batch 64" in text
     assert "within 2% of the best, autoplace picks float32 over lower precisions" in text
+
+
+def _read_only_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import autoplace._atomic
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real = autoplace._atomic.os.access
+    # CI runs as root, who may write anywhere: the OS is asked, so answer for it here
+    monkeypatch.setattr(
+        autoplace._atomic.os, "access", lambda p, m: False if Path(p) == folder else real(p, m)
+    )
+    return ["--out", str(folder / "autoplace.toml")]
+
+
+def _cut_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    journal = tmp_path / "studies.log"
+    journal.write_text(
+        '{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]}\n{"op_'
+    )
+    return ["--storage", str(journal)]
+
+
+def _foreign_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    study = optuna.create_study(study_name="theirs", storage=url, direction="maximize")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), 1)
+    return ["--storage", url, "--study", "theirs"]
+
+
+def _password_in_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return ["--storage", "postgresql://me:Pw/x@y%z:w@127.0.0.1:9/db?password=s3cret"]
+
+
+def _locked_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import sqlite3
+
+    import optuna
+
+    import autoplace.study._faults as faults
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    optuna.create_study(study_name="s", storage=url)  # the tables exist; then locked
+    locker = sqlite3.connect(tmp_path / "studies.db", isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(faults, "LOCK_PATIENCE_S", 1.0)
+    monkeypatch.setattr(faults, "_held_lock", locker, raising=False)
+    return ["--storage", url]
+
+
+@pytest.mark.parametrize(
+    ("setup", "fragments", "exit_code"),
+    [
+        (_read_only_out, ["is not writable", "--out"], 2),
+        (_cut_journal, ["cut or damaged", "delete its last line"], 2),
+        (_foreign_study, ["not made by autoplace", "pass another --study"], 2),
+        (_password_in_url, ["cannot open study storage", "me:***@127.0.0.1:9", "password=***"], 2),
+        (_locked_database, ["busy or unreachable", "run the same command again"], 1),
+    ],
+)
+def test_tune_faults_of_storage_and_output_are_one_line(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    setup,
+    fragments: list[str],
+    exit_code: int,
+) -> None:
+    args = {"--storage": f"sqlite:///{tmp_path / 'studies.db'}", "--out": str(tmp_path / "a.toml")}
+    given = setup(tmp_path, monkeypatch)
+    args.update(zip(given[::2], given[1::2], strict=True))
+    code, out, err = run_cli(
+        capsys, "tune", TINY, "--batch-sizes", "4", *[x for kv in args.items() for x in kv]
+    )
+    line = assert_one_line_error(code, out, err, *fragments, exit_code=exit_code)
+    for secret in ("Pw/x", "y%z", "s3cret"):
+        assert secret not in line
+    assert not list(tmp_path.glob("*.toml"))  # nothing written, nothing half-written

@@ -5,8 +5,9 @@ once and is reused, so a measurement does not pay Python+JAX start-up each time.
 The calling process never imports JAX or touches an accelerator, so a workload
 that crashes, hangs or exhausts memory takes down only the worker:
 
-* the worker dies (segfault, abort, kill): status ``crash``, with the signal and
-  the last line the worker printed; a fresh worker serves the next measurement;
+* the worker dies (segfault, abort, kill): the configuration is measured once more, alone,
+  in a fresh worker (a kill from outside is not the configuration's doing); dying again,
+  it is stored as ``crash``, with the signal and the last line the worker printed;
 * it runs past the time limit: the worker is killed, status ``timeout``;
 * out of memory: status ``oom``; the worker is replaced, because an allocator that
   has failed once is not trusted for the next timing;
@@ -91,6 +92,8 @@ class SubprocessBackend:
         self._log = Path(folder) / "worker.log"
         self._devices: list[DeviceInfo] | None = None
         self._busy = False
+        #: Whether the last worker to die was killed by a signal (not an exit of its own).
+        self._killed = False
         #: Seconds the most recent worker took to start and answer (Python + JAX + devices).
         self.last_start_s: float | None = None
         self.starts = 0
@@ -105,7 +108,9 @@ class SubprocessBackend:
     # --- lifecycle ---------------------------------------------------------------------
 
     def _start(self) -> float:
-        """Start a worker and wait until it has JAX loaded and its devices listed.
+        """Start a worker and wait until it has JAX loaded and its devices listed; one
+        killed by a signal on the way (from outside: a worker killed at start-up) is
+        replaced once before the start counts as failed.
 
         The worker is a fresh interpreter (running :func:`_worker_main`), not a
         ``multiprocessing`` child: it never re-imports the caller's ``__main__``,
@@ -113,6 +118,21 @@ class SubprocessBackend:
         in its own session, so a Ctrl-C at the terminal reaches only the caller.
         """
         t = time.perf_counter()
+        reply = self._spawn()
+        if reply[0] != "ok" and self._killed:
+            reply = self._spawn()
+        if reply[0] != "ok":
+            raise WorkerError(
+                f"the measurement worker failed to start: {reply[1]}; see {self._kept_log()}"
+            )
+        self._devices = reply[1]
+        self.last_start_s = time.perf_counter() - t
+        self.starts += 1
+        self._unbilled_start_s += self.last_start_s
+        return self.last_start_s
+
+    def _spawn(self) -> tuple[Any, ...]:
+        """Start a worker process; its reply to ``devices``."""
         ours, theirs = socket.socketpair()
         env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **self._env}
         self._log.parent.mkdir(parents=True, exist_ok=True)  # close() removes it
@@ -134,16 +154,7 @@ class SubprocessBackend:
             )
         theirs.close()
         self._conn = Connection(ours.detach())
-        reply = self._roundtrip(("devices", None), timeout=300.0)
-        if reply[0] != "ok":
-            raise WorkerError(
-                f"the measurement worker failed to start: {reply[1]}; see {self._kept_log()}"
-            )
-        self._devices = reply[1]
-        self.last_start_s = time.perf_counter() - t
-        self.starts += 1
-        self._unbilled_start_s += self.last_start_s
-        return self.last_start_s
+        return self._roundtrip(("devices", None), timeout=300.0)
 
     def _stop(self, kill: bool = False) -> None:
         if self._process is None:
@@ -215,7 +226,8 @@ class SubprocessBackend:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._process.wait(timeout=10)
         code = self._process.poll()
-        if code is not None and code < 0:
+        self._killed = code is not None and code < 0
+        if self._killed:
             why = f"the worker was killed by {signal.Signals(-code).name}"
             if -code == signal.SIGKILL:
                 why += " (often the kernel's out-of-memory killer)"
@@ -260,7 +272,9 @@ class SubprocessBackend:
         return self.measure_together([request])[0]
 
     def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
-        requests = list(requests)
+        return self._measure(list(requests), retry=True)
+
+    def _measure(self, requests: list[MeasureRequest], retry: bool) -> list[Measurement]:
         t = time.perf_counter()
         timeout = sum(r.settings.timeout_s for r in requests)
         reply = self._call("measure", requests, timeout=timeout)
@@ -281,6 +295,10 @@ class SubprocessBackend:
                 self.measure(r) if m.status in _RESTART_AFTER else m
                 for r, m in zip(requests, results, strict=True)
             ]
+        elif results[0].status == "crash" and retry:
+            # Alone, and dead: once more in a fresh worker before the crash is the
+            # configuration's (a worker killed from outside, twice in a row, is not).
+            results = self._measure(requests, retry=False)
         return results
 
 

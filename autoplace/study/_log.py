@@ -27,8 +27,9 @@ from typing import Any, Literal, Protocol
 
 from autoplace._host import process_alive
 from autoplace.config import PRECISIONS, Config
-from autoplace.errors import BadInputError, StorageError, first_line
+from autoplace.errors import BadInputError, StorageError, StorageFaultError, first_line
 from autoplace.measurement import Measurement
+from autoplace.study._faults import busy_error, causes, retry, transient
 from autoplace.study._storage import mask_url
 
 #: How a phase is stored: the search's quick measurements, or a confirmation (a duel
@@ -187,14 +188,17 @@ class OptunaStudyLog:
 
         self.name, self._storage, self._url = name, storage, url
         self._stale_after_s, self._since = stale_after_s, since
+        self._opened = False  # a failure before: cannot open (2); after: a fault (1)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         with self._errors():
-            self._study = optuna.create_study(
-                study_name=name,
-                storage=storage,
-                direction=direction,
-                sampler=optuna.samplers.RandomSampler(),  # never asked: see begin()
-                load_if_exists=True,
+            self._study = retry(
+                lambda: optuna.create_study(
+                    study_name=name,
+                    storage=storage,
+                    direction=direction,
+                    sampler=optuna.samplers.RandomSampler(),  # never asked: see begin()
+                    load_if_exists=True,
+                )
             )
             self._study_id = storage.get_study_id_from_name(name)
             made_for = self._study.direction.name.lower()
@@ -216,6 +220,7 @@ class OptunaStudyLog:
                     warnings.simplefilter("ignore")
                     self._study.set_metric_names([metric])
         self._dists = _distributions(devices, with_width, bounds)
+        self._opened = True
 
     def annotate(self, note: str, figure: Callable[[], Any]) -> bool:
         """Where optuna-dashboard is installed, save ``note`` (Markdown) as the study's
@@ -260,7 +265,7 @@ class OptunaStudyLog:
         pending: set[Config] = set()
         now = dt.datetime.now()
         with self._errors():
-            trials = self._study.get_trials(deepcopy=False)
+            trials = retry(lambda: self._study.get_trials(deepcopy=False))
         for t in trials:
             if not set(t.params) >= _PARAMS:
                 continue
@@ -296,6 +301,8 @@ class OptunaStudyLog:
         if owner is None or beat is None:
             started = t.datetime_start or now
             return (now - started).total_seconds() < self._stale_after_s
+        if owner == _OWNER:  # this process's: alive unless it gave it up
+            return (self._url, t._trial_id) not in _GIVEN_UP
         if owner.get("host") == _OWNER["host"] and not process_alive(int(owner.get("pid", 0))):
             return False
         return time.time() - float(beat) < STALE_AFTER_S
@@ -315,8 +322,10 @@ class OptunaStudyLog:
         from optuna.trial import TrialState
 
         with self._errors():
-            trials = self._study.get_trials(
-                deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
+            trials = retry(
+                lambda: self._study.get_trials(
+                    deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
+                )
             )
         mine = {t.trial_id for t in tickets}
         lost = []
@@ -342,8 +351,7 @@ class OptunaStudyLog:
         gone = list(tickets) if phase == "confirm" else lost
         with self._errors():
             for ticket in gone:
-                self._storage.set_trial_user_attr(ticket.trial_id, "lost_claim", True)
-                self._study.tell(ticket.number, state=TrialState.FAIL)
+                retry(lambda t=ticket: self._end(t, "lost_claim"))
         return [t for t in tickets if t not in gone]
 
     def _counts(self, t: Any) -> bool:
@@ -385,15 +393,15 @@ class OptunaStudyLog:
                 }
                 if config == reference:
                     attrs["reference"] = True
-                trial_id = self._start_trial(config, attrs)
-                number = self._storage.get_trial_number_from_id(trial_id)
+                trial_id = retry(lambda c=config, a=attrs: self._start_trial(c, a))
+                number = retry(lambda i=trial_id: self._storage.get_trial_number_from_id(i))
                 tickets.append(Ticket(trial_id, number, config))
         return tickets
 
     def record(self, ticket: Ticket, measurement: Measurement, score: float | None) -> None:
         from optuna.trial import TrialState
 
-        with self._errors():
+        def write() -> None:
             self._storage.set_trial_system_attr(
                 ticket.trial_id, _SYSTEM_ATTR, measurement.to_dict()
             )
@@ -408,20 +416,34 @@ class OptunaStudyLog:
             else:
                 self._study.tell(ticket.number, state=TrialState.FAIL)
 
+        with self._errors():
+            retry(write)
+
     def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None:
         """End ``tickets`` as failed; ``interrupted`` ones are measured again on resume.
 
         Without ``interrupted`` (autoplace is failing anyway), storage errors are
         swallowed so that they do not hide the error that brought us here.
         """
+        guard = self._errors() if interrupted else contextlib.suppress(Exception)
+        try:
+            with guard:
+                mark = "interrupted" if interrupted else None
+                for ticket in tickets:
+                    retry(lambda t=ticket, m=mark: self._end(t, m))
+        finally:  # ended, or left RUNNING by a failing storage: dead either way
+            _GIVEN_UP.update((self._url, t.trial_id) for t in tickets)
+
+    def _end(self, ticket: Ticket, mark: str | None) -> None:
+        """End ``ticket``'s trial as failed, with the user attribute ``mark`` set (unless
+        another worker ended it first: a trial is ended once)."""
         from optuna.trial import TrialState
 
-        guard = self._errors() if interrupted else contextlib.suppress(Exception)
-        with guard:
-            for ticket in tickets:
-                if interrupted:
-                    self._storage.set_trial_user_attr(ticket.trial_id, "interrupted", True)
-                self._study.tell(ticket.number, state=TrialState.FAIL)
+        if self._storage.get_trial(ticket.trial_id).state.is_finished():
+            return
+        if mark is not None:
+            self._storage.set_trial_user_attr(ticket.trial_id, mark, True)
+        self._study.tell(ticket.number, state=TrialState.FAIL)
 
     def _start_trial(self, config: Config, attrs: dict[str, Any]) -> int:
         """Start a trial of ``config``, its parameters and user attributes written in one
@@ -447,20 +469,26 @@ class OptunaStudyLog:
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
-        """Turn a storage's failure (a driver's exception) into one :class:`StorageError`."""
+        """Turn a storage's failure (a driver's exception) into one :class:`StorageError`:
+        while opening, the storage cannot be used (exit 2); once open, a fault during the
+        run (:class:`StorageFaultError`, exit 1)."""
         try:
             yield
         except (StorageError, BadInputError, KeyboardInterrupt):
             raise
         except Exception as exc:
             import sqlalchemy.exc
+            from optuna.exceptions import StorageInternalError
 
-            if not isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError)) and (
-                "redis" not in type(exc).__module__
-            ):
+            kinds = (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError, StorageInternalError)
+            if not any(isinstance(c, kinds) or "redis" in type(c).__module__ for c in causes(exc)):
                 raise
-            raise StorageError(
-                f"study storage {mask_url(self._url)} failed: {first_line(exc)}; check that "
+            shown = mask_url(self._url)
+            if transient(exc):
+                raise busy_error(shown, exc) from exc
+            kind = StorageFaultError if self._opened else StorageError
+            raise kind(
+                f"study storage {shown} failed: {first_line(exc)}; check that "
                 "the server is up and the database is an autoplace/Optuna study "
                 "(or pass another --storage)"
             ) from exc
@@ -475,6 +503,9 @@ _HEARTBEAT = "heartbeat"
 #: Who measures: recorded with every trial begun, so that a trial left RUNNING by a killed
 #: worker is told from one in flight.
 _OWNER = {"host": socket.gethostname(), "pid": os.getpid()}
+#: The trials this process abandoned, by storage URL and trial id: one still RUNNING in
+#: the storage was left so by a failing storage, and is dead (this process's others live).
+_GIVEN_UP: set[tuple[str, int]] = set()
 
 
 #: The parameters every autoplace trial has.
@@ -493,6 +524,8 @@ def _check_identity(
             f"study {name!r} was not made by autoplace (trial {foreign[0].number} has the "
             f"parameters {params}): pass another --study"
         )
+    _check_machine(name, held.get("hardware"), attrs.get("hardware"))
+    _check_objective(name, held.get("objective"), attrs.get("objective"))
     mine, theirs = attrs.get("workload"), held.get("workload")
     if mine is None or theirs is None:
         return
@@ -503,6 +536,48 @@ def _check_identity(
             f"{mine.get('name')!r} of {mine.get('path')} (sha256 {str(mine.get('sha256'))[:8]}): "
             "pass another --study, or none (the default name is made from the file's hash)"
         )
+
+
+def _check_machine(name: str, theirs: Any, mine: Any) -> None:
+    """Refuse a study measured on other hardware (devices or CPU model; the host name may
+    differ: identical machines share studies): its timings are not this machine's."""
+    if not theirs or not mine:
+        return
+    for part, label in (("devices", "devices"), ("cpu", "CPU")):
+        if theirs.get(part) != mine.get(part):
+            raise BadInputError(
+                f"study {name!r} was measured on other hardware ({label} "
+                f"{_brief(theirs.get(part))}, here {_brief(mine.get(part))}): its timings are "
+                "not this machine's; pass another --study, or none (the default name is "
+                "made from the hardware)"
+            )
+
+
+def _check_objective(name: str, theirs: Any, mine: Any) -> None:
+    """Refuse a study scored for another objective or run length: its scores (and so its
+    pick) answer another question."""
+    if not theirs or not mine or theirs == mine:
+        return
+    raise BadInputError(
+        f"study {name!r} was scored for {_brief(theirs)}, not {_brief(mine)}: pass another "
+        "--study, or none (the default name is made from the objective)"
+    )
+
+
+def _brief(value: Any) -> str:
+    """A study attribute in a few words: ``throughput, steps=1000`` or ``2x cpu/cpu``."""
+    if isinstance(value, Mapping):
+        items = [str(value["name"])] if "name" in value else []
+        items += [f"{k}={v}" for k, v in value.items() if k != "name" and v is not None]
+        return ", ".join(items) or "none"
+    if isinstance(value, list):
+        return " + ".join(
+            f"{d.get('count', 1)}x {d.get('platform')}/{d.get('kind')}"
+            if isinstance(d, Mapping)
+            else str(d)
+            for d in value
+        )
+    return str(value)
 
 
 def _bounds(held: Any, batch_sizes: Sequence[int], widths: Sequence[int]) -> dict[str, list[int]]:

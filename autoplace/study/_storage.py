@@ -24,6 +24,7 @@ from typing import Any
 
 from autoplace._host import LOCK_DIR
 from autoplace.errors import StorageError, first_line
+from autoplace.study._faults import busy_error, retry, transient
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
 
@@ -117,11 +118,13 @@ def open_storage(url: str) -> Any:
                 _check_sqlite(path)
                 # Workers started together on a new file would each create its tables.
                 with _creating(path):
-                    return RDBStorage(url, engine_kwargs=_engine_kwargs(scheme))
-        return RDBStorage(url, engine_kwargs=_engine_kwargs(scheme))
+                    return retry(lambda: RDBStorage(url, engine_kwargs=_engine_kwargs(scheme)))
+        return retry(lambda: RDBStorage(url, engine_kwargs=_engine_kwargs(scheme)))
     except StorageError:
         raise
     except Exception as exc:
+        if transient(exc):
+            raise busy_error(shown, exc) from exc
         raise StorageError(
             f"cannot open study storage {shown}: {first_line(exc)}; check the URL, that the server "
             "is running, and that the file is an autoplace/Optuna study database"

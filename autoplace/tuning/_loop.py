@@ -36,6 +36,7 @@ from autoplace import fingerprint, recommendation
 from autoplace._atomic import check_writable
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
+from autoplace.errors import StorageError, StorageFaultError
 from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
 from autoplace.measurement import Measurement
@@ -45,6 +46,7 @@ from autoplace.study import (
     History,
     OptunaStudyLog,
     StudyLog,
+    Ticket,
     close_storage,
     default_url,
     mask_url,
@@ -280,8 +282,9 @@ class _Loop:
                 return now, new, False
             tickets = self.log.claim(self.log.begin(group, phase.stored, reference), phase.stored)
             group = [t.config for t in tickets]
-            if not group:
-                continue  # all of it claimed by other workers first: judge again
+            if not group:  # all of it claimed by other workers first: judge again shortly
+                time.sleep(PENDING_POLL_S)
+                continue
             if self.on_group is not None:
                 self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
             try:
@@ -297,12 +300,26 @@ class _Loop:
             except BaseException:
                 self.log.abandon(tickets, interrupted=False)
                 raise
-            for ticket, result in zip(tickets, results, strict=True):
-                self.log.record(ticket, result, self._score(result))
+            self._record(tickets, results)
             new += len(results)
             if self.on_trial is not None:
                 found = list(zip(group, results, strict=True))
                 self._tell(history.plus(phase.stored, found), results, new, budget, phase)
+
+    def _record(self, tickets: Sequence[Ticket], results: Sequence[Measurement]) -> None:
+        """Keep each result in the study. When the storage fails for good (the log retried
+        it), the group's unrecorded tickets are marked interrupted, so that a resume
+        measures them again at once, and the error says how many."""
+        for n, (ticket, result) in enumerate(zip(tickets, results, strict=True)):
+            try:
+                self.log.record(ticket, result, self._score(result))
+            except StorageFaultError as exc:
+                with contextlib.suppress(StorageError):  # if still busy: reclaimed on resume
+                    self.log.abandon(tickets[n:], interrupted=True)
+                raise StorageFaultError(
+                    f"{exc} ({len(tickets) - n} measurement(s) of the last group could not "
+                    "be stored: they are measured again on resume)"
+                ) from exc
 
     def next_group(
         self, now: Standing, history: History, room: int
@@ -324,7 +341,10 @@ class _Loop:
         )
         if group:
             return Phase.CONFIRM, group[:room], None
-        return Phase.DUEL, duel(now)[:room], None
+        group = duel(now)
+        if pending.intersection(group):
+            return Phase.DUEL, [], None  # another worker is dueling them: wait for its result
+        return Phase.DUEL, group[:room], None
 
     def _tell(
         self,

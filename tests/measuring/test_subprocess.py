@@ -58,7 +58,9 @@ def test_crash_is_a_status_and_the_next_measurement_gets_a_fresh_worker(
     assert (m.device, m.batch_size, m.workload) == ("cpu:0", 4, "crash")
     assert m.step_s is None
     assert_works(subproc)
-    assert subproc.starts == starts + 1
+    # dead alone: measured once more in a fresh worker (a kill from outside is not the
+    # configuration's doing), dead again: a crash; then a fresh worker for the next
+    assert subproc.starts == starts + 2
 
 
 def test_a_crash_among_several_is_measured_again_alone(subproc: SubprocessBackend) -> None:
@@ -305,3 +307,34 @@ def test_a_worker_log_an_error_names_still_exists_after_close():
     log = Path(re.search(r"see (\S+)$", str(info.value)).group(1))
     assert "jax_no_such_option" in log.read_text()
     log.unlink()
+
+
+def test_a_worker_killed_mid_measurement_then_at_start_up_loses_nothing():
+    # Killed from outside twice in a row: the worker measuring, then its replacement
+    # while it starts. The configuration is healthy: it must not be stored as a crash.
+    import threading
+    import time
+
+    with SubprocessBackend() as backend:
+        backend.devices()
+        killed: list[int] = []
+        done = threading.Event()
+
+        def kill_twice() -> None:
+            while len(killed) < 2 and not done.is_set():
+                process = backend.process
+                ready = backend._busy if not killed else True  # then: the next to appear
+                if process is not None and process.pid not in killed and ready:
+                    os.kill(process.pid, signal.SIGKILL)
+                    killed.append(process.pid)
+                time.sleep(0.002)
+
+        killer = threading.Thread(target=kill_twice)
+        killer.start()
+        try:
+            m = measure(backend, "tiny_mlp")
+        finally:
+            done.set()
+            killer.join()
+    assert len(killed) == 2
+    assert m.status == "ok", m.reason

@@ -131,6 +131,33 @@ def test_a_study_of_another_model_file_is_refused(storage_url, study_name, tmp_p
     assert "pass another --study" in str(info.value)
 
 
+def test_a_study_of_other_hardware_or_run_length_is_refused(tmp_path, monkeypatch):
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    options = dict(objective="time-to-finish", steps=1000)
+    tune(url, "shared", SyntheticBackend(), tmp_path, trials=2, **options)
+    # another host name, the same hardware: the same study, resumed
+    import autoplace.study._log as log_module
+
+    monkeypatch.setattr(log_module, "_OWNER", {"host": "elsewhere", "pid": 1})
+    tune(url, "shared", SyntheticBackend(), tmp_path, trials=1, **options)
+    with pytest.raises(BadInputError, match="scored for time-to-finish, steps=1000") as info:
+        tune(
+            url,
+            "shared",
+            SyntheticBackend(),
+            tmp_path,
+            trials=1,
+            objective="time-to-finish",
+            steps=50,
+        )
+    assert "not time-to-finish, steps=50" in str(info.value) and "\n" not in str(info.value)
+    two = SyntheticBackend(devices=("cpu:0", "cpu:1"))
+    with pytest.raises(BadInputError, match="measured on other hardware") as info:
+        tune(url, "shared", two, tmp_path, trials=1, **options)
+    assert "1x cpu/cpu, here 2x cpu/cpu" in str(info.value)
+
+
 def test_a_study_autoplace_did_not_make_is_refused_in_one_line(storage_url, study_name, tmp_path):
     with storage_at(storage_url) as storage:
         study = optuna.create_study(study_name=study_name, storage=storage, direction="maximize")
@@ -194,6 +221,11 @@ def test_three_workers_split_the_search_and_agree(storage_url, study_name, tmp_p
     ]
     assert len(searched) == len(set(searched))  # no configuration searched twice
     assert not [t for t in trials if t.state.name == "RUNNING"]
+    # a worker that finds a group claimed waits for its result instead of claiming it
+    # again and again (a spin that once wrote hundreds of failed trials during a duel)
+    lost = [t for t in trials if t.user_attrs.get("lost_claim")]
+    done = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(lost) <= len(done), (len(lost), len(done))
     picks = {r.best.config for r in results}
     assert len(picks) == 1  # every worker writes the same placement
 
@@ -211,3 +243,58 @@ def test_a_journal_with_a_cut_last_record_is_refused_before_anything_is_appended
     assert "\n" not in str(info.value)
     journal.write_bytes(whole)  # the fix it names: the intact records are read as before
     assert optuna.load_study(study_name="cut", storage=open_storage(url)).trials
+
+
+class _LocksTheDatabase(SyntheticBackend):
+    """Another process takes the SQLite file's lock while the second group is measured,
+    and holds it for ``hold_s`` seconds."""
+
+    def __init__(self, path, hold_s: float) -> None:
+        super().__init__()
+        self.path, self.hold_s, self.locker = path, hold_s, None
+
+    def measure_together(self, requests):
+        import sqlite3
+        import threading
+
+        if len(self.groups) == 1:
+            self.locker = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.locker.execute("BEGIN EXCLUSIVE")
+            threading.Timer(self.hold_s, self.locker.rollback).start()
+        return super().measure_together(requests)
+
+
+@pytest.mark.parametrize("hold_s", [1.5, 12.0])
+def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monkeypatch, hold_s):
+    import autoplace.study._faults as faults
+
+    monkeypatch.setattr(faults, "LOCK_PATIENCE_S", 4.0)
+    path = tmp_path / "studies.db"
+    url = f"sqlite:///{path}"
+    backend = _LocksTheDatabase(path, hold_s)
+    if hold_s < faults.LOCK_PATIENCE_S:  # released within the patience: the run goes on
+        result = tune(url, "locked", backend, tmp_path)
+        assert len(result.measurements) == 8 and result.out is not None
+        return
+    with pytest.raises(autoplace.StorageFaultError) as info:
+        tune(url, "locked", backend, tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and "busy or unreachable" in message and "again to resume" in message
+    assert info.value.exit_code == 1
+    backend.locker.rollback()
+    stored = optuna.load_study(study_name="locked", storage=url).get_trials(
+        states=(optuna.trial.TrialState.COMPLETE,)
+    )
+    assert 0 < len(stored) < len(backend.measured)  # the first group, not the second
+    kept = {c for c in backend.groups[0]}
+    assert {t.user_attrs["config"] for t in stored} == {c.label() for c in kept}
+    result = tune(url, "locked", SyntheticBackend(), tmp_path)
+    # the group whose results could not be stored is measured again at once; none twice
+    study = optuna.load_study(study_name="locked", storage=url)
+    assert optuna.trial.TrialState.RUNNING not in [t.state for t in study.trials]
+    searched = [
+        t.user_attrs["config"]
+        for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+        if not t.user_attrs.get("reference")
+    ]
+    assert sorted(searched) == sorted(c.label() for c in result.space.configs())
