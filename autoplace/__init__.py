@@ -1,38 +1,88 @@
 """autoplace: where should this JAX model run, at what batch size and precision, and why.
 
-The public API. Importing it loads neither JAX nor Optuna: measurements run in a
-worker process, and the tuner imports Optuna when it is called.
+The public API. Importing it loads neither JAX nor Optuna (measurements run in a worker
+process, and the tuner imports Optuna when it is called), nor anything else until a
+name is used: each is imported on first access (PEP 562), so that a launcher's cached
+``autoplace.recommend(...)`` costs milliseconds, not the tuner's imports.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from autoplace._version import __version__
-from autoplace.config import PRECISIONS, Config
-from autoplace.devices import DeviceInfo
-from autoplace.errors import (
-    AutoplaceError,
-    BadInputError,
-    ConfigFileError,
-    ModelFileError,
-    StorageError,
-    StorageFaultError,
-    WorkerError,
-)
-from autoplace.measurement import Measurement
-from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
-from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.tuning import (
-    Climb,
-    Grid,
-    GroupEvent,
-    Objective,
-    Space,
-    Strategy,
-    TrialEvent,
-    TuneResult,
-    explain,
-    make_objective,
-    tune,
-)
-from autoplace.workload import Workload, WorkloadInfo, workload
+
+# Imported now, not on first use: ``autoplace.workload`` is also a submodule's name, and
+# importing that submodule would otherwise bind the module, not the decorator, here.
+from autoplace.workload import workload
+
+if TYPE_CHECKING:  # what the names below are, for type checkers and editors
+    from autoplace.config import PRECISIONS, Config
+    from autoplace.devices import DeviceInfo
+    from autoplace.errors import (
+        AutoplaceError,
+        BadInputError,
+        ConfigFileError,
+        ModelFileError,
+        NoAnswerError,
+        StorageError,
+        StorageFaultError,
+        WorkerError,
+    )
+    from autoplace.measurement import Measurement
+    from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
+    from autoplace.recommending import Recommendation, recommend
+    from autoplace.settings import MeasureRequest, MeasureSettings
+    from autoplace.tuning import (
+        Climb,
+        Grid,
+        GroupEvent,
+        Objective,
+        Space,
+        Strategy,
+        TrialEvent,
+        TuneResult,
+        explain,
+        make_objective,
+        tune,
+    )
+    from autoplace.workload import Workload, WorkloadInfo
+
+#: Where each public name lives.
+_HOMES = {
+    "autoplace.config": ("PRECISIONS", "Config"),
+    "autoplace.devices": ("DeviceInfo",),
+    "autoplace.errors": (
+        "AutoplaceError",
+        "BadInputError",
+        "ConfigFileError",
+        "ModelFileError",
+        "NoAnswerError",
+        "StorageError",
+        "StorageFaultError",
+        "WorkerError",
+    ),
+    "autoplace.measurement": ("Measurement",),
+    "autoplace.measuring": ("Backend", "InProcessBackend", "SubprocessBackend", "measure"),
+    "autoplace.recommending": ("Recommendation", "recommend"),
+    "autoplace.settings": ("MeasureRequest", "MeasureSettings"),
+    "autoplace.tuning": (
+        "Climb",
+        "Grid",
+        "GroupEvent",
+        "Objective",
+        "Space",
+        "Strategy",
+        "TrialEvent",
+        "TuneResult",
+        "explain",
+        "make_objective",
+        "tune",
+    ),
+    "autoplace.workload": ("Workload", "WorkloadInfo"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "PRECISIONS",
@@ -50,7 +100,9 @@ __all__ = [
     "MeasureSettings",
     "Measurement",
     "ModelFileError",
+    "NoAnswerError",
     "Objective",
+    "Recommendation",
     "Space",
     "StorageError",
     "StorageFaultError",
@@ -65,6 +117,20 @@ __all__ = [
     "explain",
     "make_objective",
     "measure",
+    "recommend",
     "tune",
     "workload",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'autoplace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

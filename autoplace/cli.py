@@ -372,6 +372,151 @@ def report(
     typer.echo(f"report written to {written}")
 
 
+@app.command()
+def recommend(
+    model_file: ModelFileArg,
+    workload: WorkloadOpt = None,
+    widths: WidthsOpt = None,
+    objective: ObjectiveOpt = "throughput",
+    steps: StepsOpt = None,
+    samples: SamplesOpt = None,
+    epochs: EpochsOpt = None,
+    storage: StorageOpt = None,
+    study: StudyOpt = None,
+    on_miss: Annotated[
+        str,
+        typer.Option(
+            "--on-miss", help="No answer yet: tune (and cache), fallback, or raise (exit 1)."
+        ),
+    ] = "tune",
+    on_stale: Annotated[
+        str,
+        typer.Option(
+            "--on-stale",
+            help="An answer of other jax/jaxlib versions or too old: use, retune, raise.",
+        ),
+    ] = "use",
+    max_batch_size: Annotated[
+        int | None, typer.Option("--max-batch-size", help="Never recommend a larger batch.")
+    ] = None,
+    memory_margin: Annotated[
+        str, typer.Option("--memory-margin", help="Device memory to leave free (e.g. 10%).")
+    ] = "10%",
+    max_deviation: Annotated[
+        str | None,
+        typer.Option("--max-deviation", help="Leave out precisions straying further from float32."),
+    ] = None,
+    max_age: Annotated[
+        float | None, typer.Option("--max-age", help="Seconds after which an answer is stale.")
+    ] = None,
+    as_json: JsonOpt = False,
+    output_format: Annotated[
+        str | None,
+        typer.Option("--format", help="env: AUTOPLACE_DEVICE=... lines for shell launchers."),
+    ] = None,
+) -> None:
+    """Where to run, at what batch size and precision: from the cache in milliseconds,
+    from a shared study, or by tuning once (what a launcher calls at start-up)."""
+    import warnings
+
+    from autoplace.recommending import recommend as run_recommend
+    from autoplace.units import parse_fraction, parse_ints
+
+    if output_format not in (None, "env"):
+        _fail(f"--format must be env, got {output_format!r} (or use --json)", 2)
+    with handle_errors(), warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        margin = parse_fraction(memory_margin, "--memory-margin")
+        found = run_recommend(
+            model_file,
+            workload,
+            objective=objective,
+            steps=steps,
+            samples=samples,
+            epochs=epochs,
+            widths=parse_ints(widths, "widths") if widths is not None else None,
+            storage=storage,
+            study=study,
+            on_miss=on_miss,  # type: ignore[arg-type]
+            on_stale=on_stale,  # type: ignore[arg-type]
+            max_batch_size=max_batch_size,
+            memory_margin=margin or 0.0,
+            max_deviation=parse_fraction(max_deviation, "--max-deviation")
+            if max_deviation
+            else None,
+            max_age=max_age,
+            on_wait=lambda line: typer.echo(f"autoplace: {line}", err=True),
+        )
+    for warning in said:
+        typer.echo(str(warning.message), err=True)
+    if as_json:
+        typer.echo(json.dumps(found.as_dict()))
+    elif output_format == "env":
+        typer.echo("\n".join(f"{k}={v}" for k, v in found.env().items()))
+    else:
+        typer.echo(found.log_line())
+        for line in found.limits:
+            typer.echo(f"  {line}")
+
+
+cache_app = typer.Typer(help="See and drop the answers autoplace recommend cached.")
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("list")
+def cache_list(as_json: JsonOpt = False) -> None:
+    """The cached answers: model, workload, pick, when, under which software."""
+    from autoplace.recommending import Cache
+
+    cache = Cache()
+    rows = []
+    for path, entry in cache.entries():
+        if entry is None or "answer" not in entry:
+            rows.append({"key": path.stem, "damaged": True, "file": str(path)})
+            continue
+        answer, key = entry["answer"], entry.get("key", {})
+        best = (answer.get("candidates") or [{}])[0]
+        rows.append(
+            {
+                "key": path.stem,
+                "model": key.get("workload", {}).get("path"),
+                "workload": answer.get("workload", {}).get("name"),
+                "objective": key.get("objective", {}).get("name"),
+                "pick": {k: best.get(k) for k in ("device", "batch_size", "precision", "width")},
+                "measured": answer.get("created"),
+                "software": key.get("software"),
+                "source": entry.get("source"),
+            }
+        )
+    if as_json:
+        typer.echo(json.dumps({"cache": str(cache.root), "answers": rows}))
+        return
+    typer.echo(f"cache: {cache.root} ({len(rows)} answer(s))")
+    for row in rows:
+        if row.get("damaged"):
+            typer.echo(f"  {row['key']}  damaged (ignored, refilled on the next look-up)")
+            continue
+        pick = row["pick"]
+        what = f"{pick['device']} batch {pick['batch_size']} {pick['precision']}"
+        if pick.get("width") is not None:
+            what += f" width {pick['width']}"
+        sw = row["software"] or {}
+        typer.echo(
+            f"  {row['key']}  {row['model']} [{row['workload']}, {row['objective']}]: {what}; "
+            f"measured {row['measured']} ({row['source']}), jax {sw.get('jax')} "
+            f"jaxlib {sw.get('jaxlib')}"
+        )
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Drop every cached answer (the studies they came from are kept)."""
+    from autoplace.recommending import Cache
+
+    cache = Cache()
+    typer.echo(f"removed {cache.clear()} cached file(s) from {cache.root}")
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: typer's usage errors also end as one line and exit code 2."""
     try:

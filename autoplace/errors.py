@@ -44,6 +44,13 @@ class StorageFaultError(StorageError):
     exit_code = 1
 
 
+class NoAnswerError(AutoplaceError):
+    """:func:`autoplace.recommend` has no answer it may give: none is cached or stored and
+    it was told not to tune (``on_miss="raise"``), or the one it has is stale and it was
+    told to refuse that (``on_stale="raise"``). The message names the command that fills
+    the cache."""
+
+
 class WorkerError(AutoplaceError):
     """The measurement worker broke in a way that is autoplace's fault, not the workload's."""
 

@@ -7,7 +7,6 @@ different machines never mix theirs.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import platform
 import socket
@@ -19,13 +18,16 @@ from autoplace.devices import DeviceInfo
 
 
 def _version(package: str) -> str | None:
+    import importlib.metadata  # here, not at the top: 15 ms a cached look-up does not need
+
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -41,7 +43,7 @@ def hardware(devices: list[DeviceInfo]) -> dict[str, Any]:
     counts = Counter((d.platform, d.kind) for d in devices)
     return {
         "host": socket.gethostname(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "devices": [{"platform": p, "kind": k, "count": n} for (p, k), n in sorted(counts.items())],
     }
 

@@ -8,6 +8,7 @@ PostgreSQL, MySQL, Redis); Optuna's storages are the distributed engine, and
 autoplace never writes one of its own.
 """
 
+from autoplace.study._answers import find_answer
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
@@ -28,6 +29,7 @@ __all__ = [
     "Ticket",
     "close_storage",
     "default_url",
+    "find_answer",
     "mask_url",
     "normalize_url",
     "open_storage",

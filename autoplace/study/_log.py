@@ -53,6 +53,9 @@ _SCALARS = (
     "peak_bytes",
     "deviation_vs_float32",
 )
+#: The study attribute holding the latest finished tune's answer (see
+#: ``autoplace.tuning._answer``), which :func:`autoplace.recommend` reads.
+ANSWER_ATTR = "autoplace_answer"
 #: The study attribute holding its parameters' ranges (see :func:`_bounds`).
 _BOUNDS = "param_ranges"
 _MAX_INT = 2**40
@@ -250,6 +253,12 @@ class OptunaStudyLog:
             ]
             pick = {"config": config.label(), "score": score, "trials": trials}
             self._study.set_user_attr("autoplace_pick", pick)
+
+    def save_answer(self, answer: Mapping[str, Any]) -> None:
+        """Keep the tune's compact answer with the study (see :data:`ANSWER_ATTR`), where a
+        launcher on an identical machine finds it without measuring."""
+        with self._errors():
+            retry(lambda: self._study.set_user_attr(ANSWER_ATTR, dict(answer)))
 
     @property
     def study_attrs(self) -> dict[str, Any]:

@@ -10,6 +10,14 @@ recommendation it writes; ``_explain`` is :func:`explain`, the study's pick expl
 (by :mod:`autoplace.explaining`).
 """
 
+from autoplace.objectives import (
+    OBJECTIVES,
+    Objective,
+    latency,
+    make_objective,
+    throughput,
+    time_to_finish,
+)
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import corrected_scores
@@ -18,14 +26,6 @@ from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._loop import partial_path, tune
 from autoplace.tuning._margin import Comparison, Scored, lower_bound, margin
-from autoplace.tuning._objectives import (
-    OBJECTIVES,
-    Objective,
-    latency,
-    make_objective,
-    throughput,
-    time_to_finish,
-)
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
 from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Phase, phase_settings
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult

@@ -52,7 +52,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from autoplace.config import Config
-from autoplace.tuning._objectives import Objective
+from autoplace.objectives import Objective
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 

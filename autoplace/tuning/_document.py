@@ -18,7 +18,7 @@ from autoplace.tuning._verdict import Standing
 
 if TYPE_CHECKING:
     from autoplace.explaining import Explanation
-    from autoplace.tuning._objectives import Objective
+    from autoplace.objectives import Objective
     from autoplace.tuning._space import Space
 
 

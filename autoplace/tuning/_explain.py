@@ -12,6 +12,7 @@ from typing import Any
 from autoplace import recommendation
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
+from autoplace.objectives import make_objective
 from autoplace.study import (
     History,
     OptunaStudyLog,
@@ -21,7 +22,6 @@ from autoplace.study import (
     normalize_url,
     open_storage,
 )
-from autoplace.tuning._objectives import make_objective
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing, standing
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoplace.config import Config
-from autoplace.tuning._objectives import Objective
+from autoplace.objectives import Objective
 from autoplace.tuning._space import Space, arm_of
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from autoplace.config import Config
-from autoplace.tuning._objectives import Objective
+from autoplace.objectives import Objective
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 

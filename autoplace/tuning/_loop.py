@@ -41,6 +41,7 @@ from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload, timing_lock
+from autoplace.objectives import Objective, make_objective, study_label
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.study import (
     History,
@@ -53,10 +54,10 @@ from autoplace.study import (
     normalize_url,
     open_storage,
 )
+from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
-from autoplace.tuning._objectives import Objective, make_objective
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
 from autoplace.tuning._phases import Phase, phase_settings
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
@@ -208,25 +209,29 @@ def tune(
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
         explanation = explain_standing(final, space=space, device_memory=memory)
+        document = build_document(
+            objective=obj,
+            space=space,
+            standing=final,
+            study_name=name,
+            storage_url=url,
+            workload=identity["workload"],
+            hw=identity["hardware"],
+            sw=identity["software"],
+            device_memory=memory,
+            explanation=explanation,
+        )
+        answer = None
         if final.best is not None and not interrupted:
-            # What autoplace picked and why, for people reading the study in Optuna's tools.
+            # What autoplace picked and why, for people reading the study in Optuna's tools,
+            # and the compact answer a launcher's autoplace.recommend() finds there.
             log.mark_pick(final.best.config, final.best.score)
             log.annotate(
                 _note(explanation),
                 lambda: throughput_figure(explanation, list(final.figures.values())),
             )
-    document = build_document(
-        objective=obj,
-        space=space,
-        standing=final,
-        study_name=name,
-        storage_url=url,
-        workload=identity["workload"],
-        hw=identity["hardware"],
-        sw=identity["software"],
-        device_memory=memory,
-        explanation=explanation,
-    )
+            answer = build_answer(document, final, explanation.sentences)
+            log.save_answer(answer)
     written = _write(out, document, interrupted) if out is not None and final.best else None
     return TuneResult(
         name,
@@ -239,6 +244,7 @@ def tune(
         written,
         document,
         explanation,
+        answer,
     )
 
 
@@ -421,9 +427,9 @@ def _identity(
 def _study_name(identity: dict[str, Any]) -> str:
     """The default study name: workload, objective, file hash and hardware key, so that
     identical machines share a study and different ones never mix theirs."""
-    wl, obj = identity["workload"], identity["objective"]
+    wl, obj = identity["workload"], dict(identity["objective"])
     key = fingerprint.hardware_key(identity["hardware"], identity["software"])
-    return f"{wl['name']}-{obj['name']}-{wl['sha256'][:8]}-{key}"
+    return f"{wl['name']}-{study_label(obj.pop('name'), obj)}-{wl['sha256'][:8]}-{key}"
 
 
 def _close_opened(opening: concurrent.futures.Future) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
-from autoplace.tuning._objectives import Objective
+from autoplace.objectives import Objective
 
 #: The one-sided level at which a finalist must beat another to count as faster.
 SIGNIFICANCE = 0.05

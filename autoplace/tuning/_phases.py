@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 
+from autoplace.objectives import Objective
 from autoplace.settings import MeasureSettings
 from autoplace.study import StoredPhase
-from autoplace.tuning._objectives import Objective
 
 #: Time cap of the loop that ranks, per configuration, while searching (three turns, at
 #: least, of a 50 ms chunk after 30 ms of settling), while confirming, and in a duel.

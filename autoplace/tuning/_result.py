@@ -9,8 +9,8 @@ from typing import Any
 from autoplace.config import Config
 from autoplace.explaining import Explanation
 from autoplace.measurement import Measurement
+from autoplace.objectives import Objective
 from autoplace.tuning._margin import Scored
-from autoplace.tuning._objectives import Objective
 from autoplace.tuning._phases import Phase
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing
@@ -54,6 +54,9 @@ class TuneResult:
     document: dict[str, Any]
     #: Why the winner wins: the cost model of each arm and its answers.
     explanation: Explanation | None = None
+    #: The compact answer :func:`autoplace.recommend` caches (see ``_answer``); ``None``
+    #: when nothing was recommended or the tune was interrupted.
+    answer: dict[str, Any] | None = None
 
     @property
     def measurements(self) -> dict[Config, Measurement]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from autoplace.config import Config
-from autoplace.tuning._objectives import Objective
+from autoplace.objectives import Objective
 from autoplace.tuning._space import Space
 
 #: A configuration's result as the search sees it: a score, or None for a failure.

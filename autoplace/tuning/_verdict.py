@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
+from autoplace.objectives import Objective
 from autoplace.study import History
 from autoplace.tuning._drift import corrected_scores
 from autoplace.tuning._failures import ended_arms, inaccurate_arms
 from autoplace.tuning._margin import Comparison, Scored, margin
-from autoplace.tuning._objectives import Objective
 from autoplace.tuning._space import Arm, Space, arm_of
 
 #: Configurations whose search score is within this of the search's best are finalists.

@@ -1,0 +1,14 @@
+"""Recommendations for launchers: :func:`recommend` answers from a cache, a shared
+study, or a tune, under the caller's limits (``_recommend``); the answer is a frozen
+:class:`Recommendation` (``_recommendation``); ``_key`` says what an answer holds for,
+``_machine`` lists this machine's devices without JAX after the first time, ``_cache``
+keeps the answers, ``_pick`` applies the caller's limits.
+
+A cached look-up imports neither JAX, Optuna nor numpy.
+"""
+
+from autoplace.recommending._cache import ENV, Cache, CacheWarning, default_dir
+from autoplace.recommending._recommend import recommend
+from autoplace.recommending._recommendation import Recommendation, Source
+
+__all__ = ["ENV", "Cache", "CacheWarning", "Recommendation", "Source", "default_dir", "recommend"]

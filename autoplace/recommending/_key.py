@@ -1,0 +1,104 @@
+"""What an answer holds for: the key a look-up is made under, and how an answer differs.
+
+A key has four parts:
+
+* **hardware**: the CPU model and each kind of device (platform, kind, count, memory),
+  never the host name, so identical machines share answers;
+* **software**: the jax and jaxlib versions and the answer's schema;
+* **workload**: the model file (path and content hash), the workload's name and the
+  widths asked for;
+* **objective**: its name and run length.
+
+The cache file is named after the *slot*: every part but the software and the file's
+content. So a look-up finds the answer measured under older software (returned marked
+stale: a patch release rarely moves the best placement, and a launcher must not stall)
+or for an earlier version of the file (a miss, whose reason says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoplace.devices import DeviceInfo
+from autoplace.fingerprint import cpu_model
+from autoplace.recommending._machine import installed
+
+#: The version of the answers autoplace.tuning builds (``tuning._answer.ANSWER_SCHEMA``;
+#: kept here too, so that a look-up does not import the tuner).
+ANSWER_SCHEMA = 1
+
+
+def hardware(devices: Sequence[DeviceInfo]) -> dict[str, Any]:
+    """The hardware part: CPU model and device kinds, counts and memory (no host name)."""
+    counts = Counter((d.platform, d.kind, d.memory_bytes) for d in devices)
+    return {
+        "cpu": cpu_model(),
+        "devices": [
+            {"platform": p, "kind": k, "count": n, "memory": m}
+            for (p, k, m), n in sorted(counts.items(), key=lambda item: str(item[0]))
+        ],
+    }
+
+
+def software() -> dict[str, Any]:
+    """The software part: jax, jaxlib and the answer schema."""
+    found = installed()
+    return {"jax": found.get("jax"), "jaxlib": found.get("jaxlib"), "answer_schema": ANSWER_SCHEMA}
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """What a look-up asks for (see the module docstring)."""
+
+    hardware: Mapping[str, Any]
+    software: Mapping[str, Any]
+    workload: Mapping[str, Any]
+    objective: Mapping[str, Any]
+
+    @property
+    def slot(self) -> str:
+        """The cache file's name: the key without the software or the file's content."""
+        where = {k: v for k, v in self.workload.items() if k != "sha256"}
+        basis = {"hardware": self.hardware, "workload": where, "objective": self.objective}
+        return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "hardware": dict(self.hardware),
+            "software": dict(self.software),
+            "workload": dict(self.workload),
+            "objective": dict(self.objective),
+        }
+
+    def miss(self, held: Mapping[str, Any]) -> str | None:
+        """Why an answer held under key ``held`` is not for this look-up at all (other
+        hardware, model, workload or objective), or ``None``."""
+        if held.get("hardware") != self.hardware:
+            return "measured on other hardware"
+        if held.get("objective") != self.objective:
+            return "measured for another objective or run length"
+        theirs, mine = held.get("workload", {}), self.workload
+        if theirs.get("sha256") != mine["sha256"]:
+            return (
+                f"model file changed since it was measured (sha256 "
+                f"{str(theirs.get('sha256'))[:8]} → {mine['sha256'][:8]})"
+            )
+        if {k: v for k, v in theirs.items()} != dict(mine):
+            return "measured for another workload or widths"
+        return None
+
+    def stale(self, held: Mapping[str, Any]) -> str | None:
+        """How the software an answer was measured under differs from this one's
+        (``"jaxlib 0.7.0 → 0.7.1"``), or ``None``."""
+        theirs = held.get("software", {})
+        changes = [
+            f"{name.replace('_', ' ')} {theirs.get(name)} → {now}"
+            for name, now in self.software.items()
+            if theirs.get(name) != now
+        ]
+        return ", ".join(changes) or None

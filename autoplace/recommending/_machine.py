@@ -1,0 +1,107 @@
+"""This machine's devices, without importing JAX after the first time.
+
+Listing JAX's devices means importing JAX (a second or more), which a cached look-up
+must not pay. So the devices are listed once by a measurement worker and kept in the
+cache under a *probe*: the cheap facts that decide what JAX would see (CPU model and
+count, memory, the GPU and accelerator nodes in ``/dev`` and ``/proc``, the variables
+that hide or choose devices, and the JAX packages installed). Change any of them and the
+devices are listed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from autoplace.devices import DeviceInfo
+from autoplace.fingerprint import cpu_model
+from autoplace.recommending._cache import Cache
+
+#: Environment variables that change which devices JAX sees.
+_DEVICE_ENV = (
+    "JAX_PLATFORMS",
+    "JAX_PLATFORM_NAME",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "TPU_VISIBLE_CHIPS",
+    "XLA_FLAGS",
+)
+#: Installed distributions that change which devices JAX sees, and the versions in the
+#: software key: found by their ``.dist-info`` folders (importlib.metadata costs ~60 ms).
+_JAX_DISTS = ("jax", "jaxlib", "jax_cuda", "jax_rocm", "libtpu")
+
+
+def installed() -> dict[str, str]:
+    """The JAX distributions on ``sys.path`` and their versions, from folder names."""
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".dist-info"):
+                continue
+            dist, _, version = name[: -len(".dist-info")].partition("-")
+            dist = dist.lower().replace("-", "_")
+            if dist.startswith(_JAX_DISTS) and dist not in found:
+                found[dist] = version
+    return found
+
+
+def probe() -> dict[str, Any]:
+    """The cheap facts that decide what devices JAX would list here (no host name)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    gpus = []
+    for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+        with contextlib.suppress(OSError):
+            gpus.append(Path(info).read_text())
+    return {
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory": memory,
+        "nodes": sorted(
+            os.path.basename(p) for p in glob.glob("/dev/nvidia[0-9]*") + glob.glob("/dev/accel*")
+        )
+        + (["kfd"] if os.path.exists("/dev/kfd") else []),
+        "gpus": gpus,
+        "env": {k: os.environ[k] for k in _DEVICE_ENV if k in os.environ},
+        "jax": installed(),
+    }
+
+
+def probe_key(facts: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def machine_devices(cache: Cache, backend: Any = None) -> list[DeviceInfo]:
+    """This machine's devices: from ``backend`` when given; else as cached for this probe;
+    else listed by a measurement worker (importing JAX there, once) and cached."""
+    if backend is not None:
+        return list(backend.devices())
+    path = cache.machine_path(probe_key(probe()))
+    entry = cache.read(path)
+    if entry is not None:
+        try:
+            return [DeviceInfo(**d) for d in entry["devices"]]
+        except (KeyError, TypeError):
+            pass  # damaged: listed again below
+    from autoplace.measuring import SubprocessBackend
+
+    with SubprocessBackend() as worker:
+        devices = worker.devices()
+    cache.write(path, {"devices": [d.__dict__ for d in devices]})
+    return devices

@@ -1,0 +1,71 @@
+"""The caller's limits applied to an answer: a batch-size cap, a memory margin, a
+numeric tolerance. The answer keeps every ranked configuration (best first) with the
+figures these are checked against, so a look-up honours them without measuring."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from autoplace.errors import NoAnswerError
+from autoplace.units import size
+
+
+def choose(
+    answer: Mapping[str, Any],
+    *,
+    max_batch_size: int | None,
+    memory_margin: float,
+    max_deviation: float | None,
+) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+    """The best ranked configuration within the limits; whether it is the measured
+    winner; and one line per limit saying how it was applied."""
+    memory: Mapping[str, int | None] = answer.get("device_memory") or {}
+    ranked = list(answer.get("candidates") or [])
+    if not ranked:
+        raise NoAnswerError("the answer holds no configuration that ran: tune again")
+    passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0}
+    for c in ranked:
+        if max_batch_size is not None and c["batch_size"] > max_batch_size:
+            dropped["batch"] += 1
+        elif not _fits(c, memory.get(c["device"]), memory_margin):
+            dropped["memory"] += 1
+        elif max_deviation is not None and (c.get("deviation_vs_float32") or 0.0) > max_deviation:
+            dropped["deviation"] += 1
+        else:
+            passed.append(c)
+    if not passed:
+        raise NoAnswerError(
+            f"no measured configuration is within the limits (batch cap {max_batch_size}, "
+            f"memory margin {memory_margin:.0%}, tolerance {max_deviation}): loosen them, or "
+            "tune with smaller --batch-sizes"
+        )
+    pick = passed[0]
+    notes = [_memory_note(pick, memory.get(pick["device"]), memory_margin)]
+    if dropped["batch"]:
+        notes.append(f"batch sizes over {max_batch_size} left out ({dropped['batch']} measured)")
+    if dropped["deviation"]:
+        notes.append(
+            f"{dropped['deviation']} configuration(s) whose output strays from float32's by "
+            f"more than {max_deviation:g} left out"
+        )
+    return pick, pick is ranked[0], tuple(notes)
+
+
+def _fits(c: Mapping[str, Any], memory: int | None, margin: float) -> bool:
+    """Whether a configuration's measured peak leaves ``margin`` of the device free
+    (unknown peak or memory: it cannot be checked, and passes)."""
+    peak = c.get("peak_bytes")
+    return peak is None or memory is None or peak <= (1.0 - margin) * memory
+
+
+def _memory_note(c: Mapping[str, Any], memory: int | None, margin: float) -> str:
+    """How the memory margin was checked for the pick, in one line."""
+    peak = c.get("peak_bytes")
+    if peak is None or memory is None:
+        return "memory margin not checked: the peak or the device's memory is unknown"
+    free = 1.0 - peak / memory
+    return (
+        f"peak {size(peak)} measured at batch {c['batch_size']} leaves {free:.0%} of "
+        f"{c['device']}'s {size(memory)} free (margin asked: {margin:.0%})"
+    )

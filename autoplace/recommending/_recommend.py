@@ -1,0 +1,412 @@
+"""``autoplace.recommend``: the one call a training launcher makes at start-up.
+
+Look-up order: this machine's cache, then the study storage (a team's shared study: an
+identical machine's answer, found without measuring), then ``on_miss``. A cached
+look-up imports neither JAX nor Optuna: the devices come from the cache too (see
+:mod:`._machine`). Only one process per key and machine tunes; the others wait for its
+answer (bounded) or take the fallback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from autoplace import fingerprint
+from autoplace._host import LOCK_DIR
+from autoplace.config import Config, parse_precision
+from autoplace.errors import BadInputError, NoAnswerError
+from autoplace.objectives import study_label
+from autoplace.recommending._cache import Cache
+from autoplace.recommending._key import Key, hardware, software
+from autoplace.recommending._machine import machine_devices
+from autoplace.recommending._pick import choose
+from autoplace.recommending._recommendation import Recommendation, Source
+from autoplace.workload import ModelFile
+
+OnMiss = Literal["tune", "fallback", "raise"]
+OnStale = Literal["use", "retune", "raise"]
+OnBusy = Literal["wait", "fallback"]
+#: The batch size of the safest fallback (capped by ``max_batch_size``).
+FALLBACK_BATCH = 32
+_OBJECTIVES = ("throughput", "latency", "time-to-finish")
+
+
+def recommend(
+    model_file: str | Path,
+    workload: str | None = None,
+    *,
+    objective: str = "throughput",
+    steps: int | None = None,
+    samples: int | None = None,
+    epochs: int | None = None,
+    widths: Sequence[int] | None = None,
+    storage: str | None = None,
+    study: str | None = None,
+    on_miss: OnMiss = "tune",
+    on_stale: OnStale = "use",
+    on_busy: OnBusy = "wait",
+    wait_s: float = 1800.0,
+    max_batch_size: int | None = None,
+    memory_margin: float = 0.1,
+    max_deviation: float | None = None,
+    max_age: float | dt.timedelta | None = None,
+    fallback: Config | Mapping[str, Any] | None = None,
+    cache_dir: str | Path | None = None,
+    backend: Any = None,
+    tune_options: Mapping[str, Any] | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> Recommendation:
+    """Where ``model_file``'s workload should run, at what batch size and precision.
+
+    Looks in this machine's cache (``cache_dir``, else ``$AUTOPLACE_CACHE``, else the
+    user's cache directory), then in ``storage`` (a study another machine with the same
+    hardware filled; default: the study database beside the cache), then acts on
+    ``on_miss``: ``"tune"`` runs :func:`autoplace.tune` with its default budget and caches
+    the answer, ``"fallback"`` returns ``fallback`` (or the safest: the first device,
+    float32, batch 32) marked ``source="fallback"``, ``"raise"`` raises
+    :class:`~autoplace.NoAnswerError` naming the command that fills the cache. An answer
+    measured under other jax/jaxlib versions, or older than ``max_age`` (seconds or a
+    timedelta), is stale: ``on_stale`` says whether to use it (marked with
+    ``stale_reason``), tune again, or raise. Another model file, workload, objective or
+    hardware is a miss.
+
+    The caller's limits pick among the measured configurations, without measuring: a
+    batch at most ``max_batch_size``; a measured peak that leaves ``memory_margin`` of
+    the device's memory free; output within ``max_deviation`` of float32's (default:
+    not checked). The result's ``limits`` say how each was applied.
+
+    When several processes look up one key at once on a machine, one tunes; the others
+    wait for its answer (``on_busy="wait"``, at most ``wait_s`` seconds, then the
+    fallback) or take the fallback at once (``on_busy="fallback"``). ``on_wait`` hears
+    (a line) when this process waits. ``tune_options`` go to :func:`autoplace.tune`
+    (``trials``, ``timeout``, ``devices``, ``batch_sizes``, ...); ``backend`` is for tests.
+    """
+    _check(on_miss, on_stale, on_busy, memory_margin, max_batch_size, max_deviation, wait_s)
+    run = _run_length(objective, steps, samples, epochs)
+    mf = ModelFile.at(model_file)
+    cache = Cache(cache_dir)
+    devices = machine_devices(cache, backend)
+    key = Key(
+        hardware=hardware(devices),
+        software=software(),
+        workload={
+            "path": str(mf.path),
+            "sha256": mf.sha256,
+            "name": workload,
+            "widths": sorted(widths) if widths else None,
+        },
+        objective={"name": objective, **run},
+    )
+    lookup = _Lookup(
+        key,
+        cache,
+        devices,
+        limits={
+            "max_batch_size": max_batch_size,
+            "memory_margin": memory_margin,
+            "max_deviation": max_deviation,
+        },
+        max_age=max_age.total_seconds() if isinstance(max_age, dt.timedelta) else max_age,
+        fallback=fallback,
+    )
+    found = lookup.cached()
+    if found is not None and found.exact:
+        return found
+    url = storage or _beside(cache)
+    if storage is not None or (cache.root / "studies.db").exists():
+        shared = lookup.stored(url, study)
+        if shared is not None:
+            return shared
+    if found is not None:  # stale: by software or age
+        if on_stale == "use":
+            return found
+        if on_stale == "raise":
+            raise NoAnswerError(
+                f"the cached answer for {mf.path} is stale ({found.stale_reason}): "
+                f"{_fill_command(mf.path, workload, objective, run)}, or pass on_stale='use'"
+            )
+    elif on_miss == "raise":
+        raise NoAnswerError(
+            f"no answer for {mf.path} on this machine ({lookup.why_missed}): "
+            f"{_fill_command(mf.path, workload, objective, run)} to fill the cache"
+        )
+    elif on_miss == "fallback":
+        return lookup.fallback(lookup.why_missed)
+    return _tune_once(
+        lookup, mf, workload, widths, objective, run, url, on_busy, wait_s, backend,
+        tune_options, on_wait,
+    )  # fmt: skip
+
+
+class _Lookup:
+    """One look-up's key, cache and limits, and the answers it turns into values."""
+
+    def __init__(
+        self,
+        key: Key,
+        cache: Cache,
+        devices: Sequence[Any],
+        *,
+        limits: Mapping[str, Any],
+        max_age: float | None,
+        fallback: Config | Mapping[str, Any] | None,
+    ) -> None:
+        self.key, self.cache, self.devices = key, cache, devices
+        self.limits, self.max_age, self._fallback = limits, max_age, fallback
+        self.path = cache.answer_path(key.slot)
+        self.why_missed = "nothing cached or stored for it"
+
+    def cached(self) -> Recommendation | None:
+        """The cached answer for this key: exact, or stale (``stale_reason`` set); ``None``
+        on a miss (``why_missed`` then says why)."""
+        entry = self.cache.read(self.path)
+        if entry is None:
+            return None
+        held = entry.get("key", {})
+        miss = self.key.miss(held)
+        if miss is not None:
+            self.why_missed = miss
+            return None
+        stale = self.key.stale(held) or self._too_old(entry["answer"])
+        return self.value(entry["answer"], entry.get("source", "cache"), stale, cached=True)
+
+    def stored(self, url: str, study: str | None) -> Recommendation | None:
+        """The answer a finished tune left with the study for this key (exact matches
+        only), cached on the way; ``None`` when there is none."""
+        from autoplace.study import find_answer
+
+        wl = self.key.workload
+        hw = fingerprint.hardware(list(self.devices))
+        sw = {"jax": self.key.software["jax"], "jaxlib": self.key.software["jaxlib"]}
+        run = {k: v for k, v in self.key.objective.items() if k != "name"}
+        suffix = f"-{study_label(self.key.objective['name'], run)}-{wl['sha256'][:8]}-"
+        suffix += fingerprint.hardware_key(hw, sw)
+        name = study or (f"{wl['name']}{suffix}" if wl["name"] else None)
+        answer = find_answer(url, name=name, suffix=suffix)
+        if answer is None or not self._answers_this(answer) or self._too_old(answer):
+            return None
+        self.save(answer, "study")
+        return self.value(answer, "study", None, cached=False)
+
+    def _answers_this(self, answer: Mapping[str, Any]) -> bool:
+        """Whether a study's answer is an exact one for this key."""
+        wl, mine = answer.get("workload", {}), self.key.workload
+        return (
+            answer.get("answer_schema") == self.key.software["answer_schema"]
+            and wl.get("sha256") == mine["sha256"]
+            and (mine["name"] is None or wl.get("name") == mine["name"])
+            and (mine["widths"] is None or sorted(wl.get("widths") or []) == mine["widths"])
+            and {k: v for k, v in answer.get("objective", {}).items()
+                 if k not in ("direction", "unit")} == dict(self.key.objective)
+            and {k: answer.get("software", {}).get(k) for k in ("jax", "jaxlib")}
+            == {k: self.key.software[k] for k in ("jax", "jaxlib")}
+        )  # fmt: skip
+
+    def save(self, answer: Mapping[str, Any], source: Source) -> None:
+        self.cache.write(
+            self.path, {"key": self.key.as_dict(), "source": source, "answer": dict(answer)}
+        )
+
+    def value(
+        self, answer: Mapping[str, Any], source: str, stale: str | None, *, cached: bool
+    ) -> Recommendation:
+        """The answer under the caller's limits, as a :class:`Recommendation`."""
+        pick, winner, notes = choose(answer, **self.limits)
+        runner = answer.get("runner_up") or {}
+        objective = answer.get("objective", {})
+        return Recommendation(
+            device=pick["device"],
+            batch_size=pick["batch_size"],
+            precision=pick["precision"],
+            width=pick.get("width"),
+            source="cache" if cached else source,  # type: ignore[arg-type]
+            key=self.key.slot,
+            objective=objective.get("name", self.key.objective["name"]),
+            unit=objective.get("unit"),
+            score=pick.get("score"),
+            step_s=pick.get("step_s"),
+            compile_s=pick.get("compile_s"),
+            peak_bytes=pick.get("peak_bytes"),
+            margin=runner.get("margin") if winner else None,
+            noise=runner.get("noise") if winner else None,
+            confirmed=bool(pick.get("confirmed")),
+            measured_at=_when(answer.get("created")),
+            stale_reason=stale,
+            why=(answer.get("why") or [""])[0] if winner else "",
+            limits=notes,
+            study=(answer.get("study") or {}).get("name"),
+        )
+
+    def fallback(self, why: str) -> Recommendation:
+        """The caller's fallback configuration, or the safest: the first device, float32,
+        a small batch."""
+        given = self._fallback
+        if isinstance(given, Config):
+            given = {"device": given.device, "batch_size": given.batch_size,
+                     "precision": given.precision, "width": given.width}  # fmt: skip
+        given = dict(given or {})
+        cap = self.limits["max_batch_size"]
+        batch = int(given.get("batch_size") or min(FALLBACK_BATCH, cap or FALLBACK_BATCH))
+        return Recommendation(
+            device=str(given.get("device") or self.devices[0].name),
+            batch_size=batch,
+            precision=parse_precision(str(given.get("precision") or "float32")),
+            width=given.get("width"),
+            source="fallback",
+            key=self.key.slot,
+            objective=self.key.objective["name"],
+            stale_reason=why,
+        )
+
+    def _too_old(self, answer: Mapping[str, Any]) -> str | None:
+        when = _when(answer.get("created"))
+        if self.max_age is None or when is None:
+            return None
+        age = (dt.datetime.now(dt.timezone.utc) - when).total_seconds()
+        if age <= self.max_age:
+            return None
+        return f"measured {_duration(age)} ago, over max_age {_duration(self.max_age)}"
+
+
+def _tune_once(
+    lookup: _Lookup,
+    mf: ModelFile,
+    workload: str | None,
+    widths: Sequence[int] | None,
+    objective: str,
+    run: Mapping[str, Any],
+    url: str | None,
+    on_busy: OnBusy,
+    wait_s: float,
+    backend: Any,
+    tune_options: Mapping[str, Any] | None,
+    on_wait: Callable[[str], None] | None,
+) -> Recommendation:
+    """Tune, unless another process on this machine is tuning this key: then wait for its
+    answer (at most ``wait_s``) or take the fallback, as ``on_busy`` says."""
+    from filelock import FileLock, Timeout
+
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(LOCK_DIR / f"recommend-{lookup.key.slot}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_busy == "fallback":
+            return lookup.fallback("another process on this machine is tuning this model")
+        if on_wait is not None:
+            on_wait(f"waiting (at most {wait_s:g} s) for another process tuning this model")
+        try:
+            lock.acquire(timeout=wait_s)
+        except Timeout:
+            return lookup.fallback(f"waited {wait_s:g} s for another process's tune")
+    try:
+        found = lookup.cached()  # the process that held the lock may have filled it
+        if found is not None and found.exact:
+            return found
+        from autoplace.tuning import tune
+
+        options = {
+            "workload": workload,
+            "widths": widths,
+            "objective": objective,
+            "storage": url,
+            "backend": backend,
+            "on_wait": on_wait,
+            "out": None,
+            **run_arguments(run),
+            **(tune_options or {}),
+        }
+        result = tune(mf.path, **options)
+        if result.answer is None:
+            raise NoAnswerError(
+                f"the tune of {mf.path} ended without a configuration that runs "
+                f"({'interrupted' if result.interrupted else 'every one failed'}): see "
+                f"`autoplace show` or run `autoplace tune {mf.path}`"
+            )
+        lookup.save(result.answer, "tuned")
+        return lookup.value(result.answer, "tuned", None, cached=False)
+    finally:
+        lock.release()
+
+
+def run_arguments(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run length as :func:`autoplace.tune` takes it (``samples`` is one epoch)."""
+    if "samples" in run and run.get("epochs"):
+        return {"samples": run["samples"] // run["epochs"], "epochs": run["epochs"]}
+    return dict(run)
+
+
+def _run_length(
+    objective: str, steps: int | None, samples: int | None, epochs: int | None
+) -> dict[str, Any]:
+    """The objective's run length as a study records it (checked by the objective)."""
+    if objective not in _OBJECTIVES:
+        raise BadInputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+    from autoplace.objectives import make_objective
+
+    return dict(make_objective(objective, steps=steps, samples=samples, epochs=epochs).run)
+
+
+def _check(
+    on_miss: str,
+    on_stale: str,
+    on_busy: str,
+    memory_margin: float,
+    max_batch_size: int | None,
+    max_deviation: float | None,
+    wait_s: float,
+) -> None:
+    for name, value, allowed in (
+        ("on_miss", on_miss, ("tune", "fallback", "raise")),
+        ("on_stale", on_stale, ("use", "retune", "raise")),
+        ("on_busy", on_busy, ("wait", "fallback")),
+    ):
+        if value not in allowed:
+            raise BadInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    if not 0.0 <= memory_margin < 1.0:
+        raise BadInputError(f"memory_margin is a fraction of memory in [0, 1), got {memory_margin}")
+    if max_batch_size is not None and max_batch_size < 1:
+        raise BadInputError(f"max_batch_size must be at least 1, got {max_batch_size}")
+    if max_deviation is not None and max_deviation <= 0:
+        raise BadInputError(f"max_deviation must be positive, got {max_deviation}")
+    if wait_s < 0:
+        raise BadInputError(f"wait_s must be 0 or more seconds, got {wait_s}")
+
+
+def _beside(cache: Cache) -> str | None:
+    """The study database kept beside the cache: where a launcher's tunes go by default."""
+    folder = cache.root
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # the cache is unwritable (said once): the tune keeps its own default
+    return f"sqlite:///{folder / 'studies.db'}" if os.access(folder, os.W_OK) else None
+
+
+def _fill_command(path: Path, workload: str | None, objective: str, run: Mapping[str, Any]) -> str:
+    args = [f"autoplace recommend {path}"]
+    if workload:
+        args.append(f"--workload {workload}")
+    if objective != "throughput":
+        args.append(f"--objective {objective}")
+    args += [f"--{k} {v}" for k, v in run_arguments(run).items()]
+    return "run `" + " ".join(args) + "`"
+
+
+def _when(text: Any) -> dt.datetime | None:
+    try:
+        when = dt.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

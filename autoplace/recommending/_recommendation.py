@@ -1,0 +1,116 @@
+"""The value :func:`autoplace.recommend` returns, and what a launcher does with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any, Literal
+
+#: Where an answer came from: this machine's cache, a shared study, a tune just run, or
+#: the fallback (nothing measured: see ``stale_reason`` for why).
+Source = Literal["cache", "study", "tuned", "fallback"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recommendation:
+    """Where to run, at what batch size and precision, and how sure that is.
+
+    Attributes:
+        device, batch_size, precision, width: what to run (``width`` is ``None`` for a
+            model without widths).
+        source: ``cache``, ``study``, ``tuned`` or ``fallback``.
+        key: the cache slot it was found under (``autoplace cache list`` shows it).
+        objective, unit: what ``score`` measures (``throughput`` in samples/s, ...).
+        score, step_s, compile_s, peak_bytes: the expected score, steady-state seconds per
+            step, one-off lowering + compile seconds and peak device memory, as measured
+            (``None`` for a fallback).
+        margin, noise: how far it beat the runner-up (a fraction), and the noise of that
+            comparison; ``None`` when there was none, or the caller's limits moved the
+            pick away from the measured winner.
+        confirmed: whether it was measured again with the other finalists, in turns.
+        measured_at: when the answer was measured (UTC).
+        stale_reason: why it is not an exact match (``"jaxlib 0.7.0 → 0.7.1"``, ``"model
+            file changed ..."``, an age over ``max_age``), or ``None`` when it is.
+        why: the one-line reason the winner wins, from the explanation.
+        limits: how the caller's limits were applied (the memory margin's arithmetic, a
+            batch-size cap, a numeric tolerance), one line each.
+        study: the study that measured it.
+    """
+
+    device: str
+    batch_size: int
+    precision: str
+    width: int | None
+    source: Source
+    key: str
+    objective: str
+    unit: str | None = None
+    score: float | None = None
+    step_s: float | None = None
+    compile_s: float | None = None
+    peak_bytes: int | None = None
+    margin: float | None = None
+    noise: float | None = None
+    confirmed: bool = False
+    measured_at: dt.datetime | None = None
+    stale_reason: str | None = None
+    why: str = ""
+    limits: tuple[str, ...] = ()
+    study: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Measured for exactly this machine, software, model and objective."""
+        return self.source != "fallback" and self.stale_reason is None
+
+    def jax_device(self) -> Any:
+        """The ``jax.Device`` to run on (imports JAX)."""
+        import jax
+
+        platform, _, index = self.device.partition(":")
+        return jax.devices(platform)[int(index or 0)]
+
+    def dtype(self) -> Any:
+        """The precision as a JAX dtype (``jnp.bfloat16``; imports JAX)."""
+        import jax.numpy as jnp
+
+        return jnp.dtype(self.precision)
+
+    def log_line(self) -> str:
+        """One line for a launcher's log: what, from where, how sure, and why."""
+        what = f"{self.device}, batch {self.batch_size}, {self.precision}"
+        if self.width is not None:
+            what += f", width {self.width}"
+        if self.source == "fallback":
+            return f"autoplace: {what} (fallback, nothing measured: {self.stale_reason})"
+        when = self.measured_at.strftime("%Y-%m-%d %H:%M UTC") if self.measured_at else "?"
+        parts = [f"{self.source}, measured {when}"]
+        if self.score is not None and self.unit:
+            parts.append(f"{self.score:.4g} {self.unit}")
+        if self.margin is not None and self.noise is not None:
+            parts.append(f"{self.margin:+.1%} over the runner-up (noise ±{self.noise:.1%})")
+        if self.stale_reason:
+            parts.append(f"stale: {self.stale_reason}")
+        line = f"autoplace: {what} ({'; '.join(parts)})"
+        return f"{line}. {self.why}" if self.why else line
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (``measured_at`` as ISO 8601)."""
+        out = dataclasses.asdict(self)
+        out["measured_at"] = self.measured_at.isoformat() if self.measured_at else None
+        out["limits"] = list(self.limits)
+        out["exact"] = self.exact
+        return out
+
+    def env(self) -> dict[str, str]:
+        """``AUTOPLACE_DEVICE``, ``AUTOPLACE_BATCH_SIZE``, ``AUTOPLACE_PRECISION`` (and
+        ``AUTOPLACE_WIDTH``, ``AUTOPLACE_SOURCE``) for shell launchers."""
+        out = {
+            "AUTOPLACE_DEVICE": self.device,
+            "AUTOPLACE_BATCH_SIZE": str(self.batch_size),
+            "AUTOPLACE_PRECISION": self.precision,
+            "AUTOPLACE_SOURCE": self.source,
+        }
+        if self.width is not None:
+            out["AUTOPLACE_WIDTH"] = str(self.width)
+        return out

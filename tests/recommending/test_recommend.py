@@ -1,0 +1,295 @@
+"""``autoplace.recommend``: cache, study, tune, fallback; stale answers; the caller's
+limits; damaged and unwritable caches; two processes at once. The tuner runs on the
+synthetic backend (known answers, milliseconds); the worker-free cached path is checked in
+a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import REPO
+from synthetic import SyntheticBackend
+
+import autoplace
+from autoplace import NoAnswerError
+from autoplace.recommending import CacheWarning
+
+SPACE = {"batch_sizes": (8, 64, 512), "precisions": ("float32", "bfloat16"), "confirm": 2}
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A model file, an empty cache, and recommend() bound to them."""
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    cache = tmp_path / "cache"
+    monkeypatch.chdir(tmp_path)
+
+    def recommend(**kwargs):
+        options = {"cache_dir": cache, "backend": SyntheticBackend(), "tune_options": SPACE}
+        options.update(kwargs)
+        return autoplace.recommend(model, **options)
+
+    recommend.model, recommend.cache = model, cache
+    return recommend
+
+
+def entry_of(cache: Path) -> tuple[Path, dict]:
+    [path] = list((cache / "answers").glob("*.json"))
+    return path, json.loads(path.read_text())
+
+
+def test_a_miss_tunes_once_then_the_cache_answers_exactly(env):
+    tuned = env()
+    assert tuned.source == "tuned" and tuned.exact and tuned.score > 0
+    # the synthetic model's best: the largest batch, bfloat16 (cheaper per sample)
+    assert (tuned.device, tuned.batch_size, tuned.precision) == ("cpu:0", 512, "bfloat16")
+    again = env(on_miss="raise")
+    assert again.source == "cache" and again.exact and again.key == tuned.key
+    assert (again.device, again.batch_size, again.precision, again.width) == (
+        tuned.device, tuned.batch_size, tuned.precision, tuned.width,
+    )  # fmt: skip
+    assert again.measured_at == tuned.measured_at and again.why == tuned.why != ""
+    assert again.step_s == tuned.step_s and again.compile_s == tuned.compile_s
+
+
+def test_a_miss_under_each_policy(env):
+    with pytest.raises(NoAnswerError, match="nothing cached or stored") as info:
+        env(on_miss="raise")
+    assert "autoplace recommend" in str(info.value) and "\n" not in str(info.value)
+    safest = env(on_miss="fallback")
+    assert (safest.source, safest.device, safest.precision, safest.batch_size) == (
+        "fallback", "cpu:0", "float32", 32,
+    )  # fmt: skip
+    assert not safest.exact and safest.score is None and "nothing cached" in safest.stale_reason
+    given = env(on_miss="fallback", fallback={"device": "cpu:0", "batch_size": 4}, max_batch_size=8)
+    assert (given.batch_size, given.precision) == (4, "float32")
+    assert env(on_miss="fallback", max_batch_size=8).batch_size == 8
+    assert not (env.cache / "answers").exists()  # a fallback is never cached
+
+
+def test_stale_by_software_is_used_marked_or_retuned_or_refused(env, monkeypatch):
+    import autoplace.recommending._recommend as module
+
+    first = env()
+    real = module.software()
+    monkeypatch.setattr(module, "software", lambda: {**real, "jaxlib": "9.9.9"})  # an upgrade
+    stale = env(on_miss="raise")
+    assert stale.source == "cache" and not stale.exact
+    assert stale.stale_reason == f"jaxlib {real['jaxlib']} → 9.9.9"
+    assert (stale.batch_size, stale.precision) == (first.batch_size, first.precision)
+    with pytest.raises(NoAnswerError, match=r"stale \(jaxlib"):
+        env(on_stale="raise")
+    retuned = env(on_stale="retune")
+    assert retuned.source == "tuned" and retuned.exact
+    assert env(on_miss="raise").exact  # the cache holds the new answer
+
+
+def test_stale_by_age(env):
+    env()
+    old = env(max_age=0.0)
+    assert old.source == "cache" and "over max_age 0 s" in old.stale_reason
+    assert env(max_age=3600.0).exact
+
+
+def test_a_changed_model_file_is_a_miss_that_says_so(env):
+    env()
+    env.model.write_text("# synthetic, edited\n")
+    fallback = env(on_miss="fallback")
+    assert fallback.source == "fallback"
+    assert fallback.stale_reason.startswith("model file changed since it was measured")
+    with pytest.raises(NoAnswerError, match="model file changed"):
+        env(on_miss="raise")
+    assert env().source == "tuned"
+
+
+def test_another_machine_with_the_same_hardware_answers_through_the_study(
+    env, tmp_path, monkeypatch
+):
+    import autoplace.fingerprint
+
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    with monkeypatch.context() as m:
+        m.setattr(autoplace.fingerprint.socket, "gethostname", lambda: "another-host")
+        result = autoplace.tune(env.model, storage=url, out=None, backend=SyntheticBackend(),
+                                **SPACE)  # fmt: skip
+    assert result.answer["measured_on"] == "another-host"
+    backend = SyntheticBackend()
+    shared = env(storage=url, on_miss="raise", backend=backend)
+    assert shared.source == "study" and shared.exact and backend.measured == []
+    assert (shared.batch_size, shared.precision) == (
+        result.best.config.batch_size, result.best.config.precision,
+    )  # fmt: skip
+    assert env(on_miss="raise").source == "cache"  # cached on the way
+    # other hardware is a miss, not a stale answer
+    two = SyntheticBackend(devices=("cpu:0", "cpu:1"))
+    with pytest.raises(NoAnswerError):
+        env(storage=url, on_miss="raise", backend=two)
+
+
+def test_limits_pick_among_the_measured_without_measuring(env):
+    best = env()
+    path, entry = entry_of(env.cache)
+    backend = SyntheticBackend()
+    capped = env(max_batch_size=100, on_miss="raise", backend=backend)
+    assert capped.batch_size == 64 and backend.measured == []
+    assert capped.margin is None and any("over 100 left out" in n for n in capped.limits)
+    # a device with little memory: only batch 8's measured peak leaves half of it free
+    peaks = {c["batch_size"]: c["peak_bytes"] for c in entry["answer"]["candidates"]}
+    assert peaks[8] < peaks[64] < peaks[512]
+    entry["answer"]["device_memory"] = {"cpu:0": 2 * peaks[8]}
+    path.write_text(json.dumps(entry))
+    tight = env(memory_margin=0.5, on_miss="raise")
+    assert tight.batch_size == 8
+    assert "leaves 50% of cpu:0's" in tight.limits[0] and "margin asked: 50%" in tight.limits[0]
+    entry["answer"]["device_memory"] = {"cpu:0": 2**34}
+    for c in entry["answer"]["candidates"]:
+        c["deviation_vs_float32"] = 0.05 if c["precision"] == "bfloat16" else 0.0
+    path.write_text(json.dumps(entry))
+    assert env(on_miss="raise").precision == best.precision == "bfloat16"
+    strict = env(max_deviation=0.01, on_miss="raise")
+    assert strict.precision == "float32" and strict.batch_size == 512
+
+
+def test_a_damaged_cache_file_is_ignored_with_a_warning_then_refilled(env):
+    env()
+    path, _ = entry_of(env.cache)
+    path.write_text('{"entry_schema": 1, "key": ')
+    backend = SyntheticBackend()
+    with pytest.warns(CacheWarning, match="damaged cache file"):
+        again = env(backend=backend)
+    assert again.source == "study" and backend.measured == []  # from the study beside it
+    assert env(on_miss="raise").source == "cache"  # and the file is whole again
+    assert "answer" in entry_of(env.cache)[1]
+
+
+def test_an_unwritable_cache_works_without_caching_and_says_so_once(env, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        first = env(cache_dir=blocker / "cache")
+        second = env(cache_dir=blocker / "cache")
+    assert first.source == second.source == "tuned"
+    lines = [str(w.message) for w in said if w.category is CacheWarning]
+    assert (
+        len(lines) == 1 and "going on without caching" in lines[0] and "AUTOPLACE_CACHE" in lines[0]
+    )
+
+
+def test_bad_options_are_one_line(env):
+    for kwargs, fragment in (
+        ({"on_miss": "maybe"}, "on_miss must be one of"),
+        ({"memory_margin": 1.5}, "memory_margin"),
+        ({"max_batch_size": 0}, "max_batch_size"),
+        ({"objective": "speed"}, "unknown objective"),
+        ({"objective": "time-to-finish"}, "run length"),
+    ):
+        with pytest.raises(autoplace.BadInputError, match=fragment):
+            env(**kwargs)
+
+
+_TWO_AT_ONCE = """
+import json, sys, time
+sys.path.insert(0, {tests!r})
+from synthetic import SyntheticBackend
+import autoplace
+
+class Slow(SyntheticBackend):
+    def measure_together(self, requests):
+        time.sleep(0.3)
+        return super().measure_together(requests)
+
+r = autoplace.recommend({model!r}, cache_dir={cache!r}, backend=Slow(),
+                        tune_options={space!r}, storage={url!r})
+print(json.dumps(r.as_dict()))
+"""
+
+
+def test_two_processes_at_once_one_tunes_the_other_waits_for_its_answer(env, tmp_path):
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    code = _TWO_AT_ONCE.format(
+        tests=str(REPO / "tests"), model=str(env.model), cache=str(env.cache), space=SPACE, url=url
+    )
+    run = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": tmp_path}
+    procs = [subprocess.Popen([sys.executable, "-c", code], **run) for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    answers = [json.loads(o[0]) for o in outs]
+    assert sorted(a["source"] for a in answers) == ["cache", "tuned"]
+    picks = {(a["device"], a["batch_size"], a["precision"], a["width"]) for a in answers}
+    assert len(picks) == 1
+    study = optuna.load_study(study_name=optuna.get_all_study_names(url)[0], storage=url)
+    searched = [
+        t.user_attrs["config"]
+        for t in study.trials
+        if t.user_attrs.get("phase") == "search" and not t.user_attrs.get("reference")
+    ]
+    assert len(searched) == len(set(searched))  # nothing measured twice
+
+
+def test_a_cached_look_up_imports_neither_jax_nor_optuna_nor_numpy(env):
+    from autoplace.recommending import Cache
+    from autoplace.recommending._machine import probe, probe_key
+
+    env()
+    # this machine's devices as the synthetic backend reports them, cached under this
+    # machine's probe: what the first look-up with a worker would have left
+    Cache(env.cache).write(
+        Cache(env.cache).machine_path(probe_key(probe())),
+        {"devices": [d.__dict__ for d in SyntheticBackend().devices()]},
+    )
+    code = textwrap.dedent(f"""
+        import sys, autoplace
+        r = autoplace.recommend({str(env.model)!r}, cache_dir={str(env.cache)!r}, on_miss="raise")
+        print(r.source, *sorted(m for m in ("jax", "optuna", "numpy") if m in sys.modules))
+    """)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environment, cwd=REPO)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cache"]
+
+
+def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, capsys):
+    from test_cli import run_cli
+
+    from autoplace.recommending import Cache
+    from autoplace.recommending._machine import probe, probe_key
+
+    tuned = env()
+    cache = Cache(env.cache)
+    cache.write(
+        cache.machine_path(probe_key(probe())),
+        {"devices": [d.__dict__ for d in SyntheticBackend().devices()]},
+    )
+    monkeypatch.setenv("AUTOPLACE_CACHE", str(env.cache))
+    code, out, _ = run_cli(capsys, "recommend", str(env.model), "--format", "env")
+    assert code == 0
+    assert out.splitlines()[:3] == [
+        "AUTOPLACE_DEVICE=cpu:0",
+        f"AUTOPLACE_BATCH_SIZE={tuned.batch_size}",
+        f"AUTOPLACE_PRECISION={tuned.precision}",
+    ]
+    code, out, _ = run_cli(capsys, "recommend", str(env.model), "--json", "--max-batch-size", "64")
+    shown = json.loads(out)
+    assert code == 0 and shown["batch_size"] == 64 and shown["source"] == "cache"
+    code, out, err = run_cli(
+        capsys, "recommend", str(env.model), "--objective", "latency", "--on-miss", "raise"
+    )
+    assert code == 1 and out == "" and len(err.splitlines()) == 1
+    assert "to fill the cache" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, "cache", "list")
+    assert code == 0 and str(env.model) in out and tuned.key in out
+    code, out, _ = run_cli(capsys, "cache", "clear")
+    assert code == 0 and "removed 2 cached file(s)" in out
+    assert Cache(env.cache).entries() == []
