@@ -210,7 +210,8 @@ class Slow(SyntheticBackend):
         return super().measure_together(requests)
 
 r = autoplace.recommend({model!r}, cache_dir={cache!r}, backend=Slow(),
-                        tune_options={space!r}, storage={url!r})
+                        tune_options={space!r}, storage={url!r},
+                        on_wait=lambda line: print(line, file=sys.stderr))
 print(json.dumps(r.as_dict()))
 """
 
@@ -226,6 +227,8 @@ def test_two_processes_at_once_one_tunes_the_other_waits_for_its_answer(env, tmp
     assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
     answers = [json.loads(o[0]) for o in outs]
     assert sorted(a["source"] for a in answers) == ["cache", "tuned"]
+    waited = next(o[1] for o, a in zip(outs, answers, strict=True) if a["source"] == "cache")
+    assert "for another process tuning this model" in waited  # it waited, it did not tune
     picks = {(a["device"], a["batch_size"], a["precision"], a["width"]) for a in answers}
     assert len(picks) == 1
     study = optuna.load_study(study_name=optuna.get_all_study_names(url)[0], storage=url)
