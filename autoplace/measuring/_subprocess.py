@@ -329,6 +329,27 @@ def _last_line(log: Path) -> str:
     return ""
 
 
+#: How often a worker looks whether its caller still lives.
+_CALLER_POLL_S = 0.2
+
+
+def _exit_with_caller() -> None:
+    """End this worker within :data:`_CALLER_POLL_S` of its caller's death (a ``kill -9``
+    of the tune): mid-measurement it would not read the closed connection, and its timed
+    loops would overlap those of the tune that resumes, which the caller's device lock
+    (released by the OS with the caller) no longer keeps apart."""
+    import threading
+
+    caller = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == caller:
+            time.sleep(_CALLER_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="autoplace-caller-watch", daemon=True).start()
+
+
 def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
     """The worker's loop: answer requests on the connection until told to exit."""
     import faulthandler
@@ -336,6 +357,7 @@ def _worker_main(fd: int, jax_config: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     faulthandler.enable()
     conn = Connection(fd)
+    _exit_with_caller()
 
     from autoplace.measuring._engine import Engine
 

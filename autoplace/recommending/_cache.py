@@ -74,6 +74,10 @@ class Cache:
             return None
         return data
 
+    def damaged(self, path: Path) -> None:
+        """Say (once) that the entry at ``path`` is whole JSON but not a usable answer."""
+        _warn_once(f"autoplace: ignoring damaged cache file {path}; it is refilled")
+
     def write(self, path: Path, entry: dict[str, Any]) -> bool:
         """Write ``entry`` atomically; whether it was (a cache that cannot be written is
         said once, and autoplace goes on without it)."""

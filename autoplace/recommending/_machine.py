@@ -3,7 +3,8 @@
 Listing JAX's devices means importing JAX (a second or more), which a cached look-up
 must not pay. So the devices are listed once by a measurement worker and kept in the
 cache under a *probe*: the cheap facts that decide what JAX would see (CPU model and
-count, memory, the GPU and accelerator nodes in ``/dev`` and ``/proc``, the variables
+count, memory, the GPU and accelerator nodes in ``/dev`` and ``/proc`` (with the NVIDIA
+driver's version), the variables
 that hide or choose devices, and the JAX packages installed). Change any of them and the
 devices are listed again.
 """
@@ -65,7 +66,8 @@ def probe() -> dict[str, Any]:
     except (ValueError, OSError, AttributeError):
         memory = None
     gpus = []
-    for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+    found = sorted(glob.glob("/proc/driver/nvidia/gpus/*/information"))
+    for info in ["/proc/driver/nvidia/version", *found]:
         with contextlib.suppress(OSError):
             gpus.append(Path(info).read_text())
     return {

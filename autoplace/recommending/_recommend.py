@@ -166,13 +166,17 @@ class _Lookup:
         entry = self.cache.read(self.path)
         if entry is None:
             return None
-        held = entry.get("key", {})
-        miss = self.key.miss(held)
-        if miss is not None:
-            self.why_missed = miss
+        held, answer = entry.get("key"), entry.get("answer")
+        try:
+            miss = self.key.miss(held)  # type: ignore[arg-type]
+            if miss is not None:
+                self.why_missed = miss
+                return None
+            stale = self.key.stale(held) or self._too_old(answer)  # type: ignore[arg-type]
+            return self.value(answer, "cache", stale, cached=True)  # type: ignore[arg-type]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            self.cache.damaged(self.path)
             return None
-        stale = self.key.stale(held) or self._too_old(entry["answer"])
-        return self.value(entry["answer"], entry.get("source", "cache"), stale, cached=True)
 
     def stored(self, url: str, study: str | None) -> Recommendation | None:
         """The answer a finished tune left with the study for this key (exact matches

@@ -338,3 +338,33 @@ def test_a_worker_killed_mid_measurement_then_at_start_up_loses_nothing():
             killer.join()
     assert len(killed) == 2
     assert m.status == "ok", m.reason
+
+
+def test_a_worker_whose_caller_is_killed_stops_at_once():
+    # kill -9 of a tune mid-measurement: its worker must not go on timing loops beside the
+    # tune that resumes (the caller's device lock died with the caller)
+    import time
+
+    code = (
+        "import autoplace, sys; b = autoplace.SubprocessBackend(); b.devices(); "
+        "print(b.process.pid, flush=True); "
+        f"autoplace.measure({str(model('hang'))!r}, batch_size=4, backend=b)"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+    ) as caller:
+        worker = int(caller.stdout.readline())
+        time.sleep(1.0)  # the worker is measuring (hanging in the step)
+        caller.kill()
+    deadline = time.monotonic() + 5
+    while _running(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(worker), "the worker outlived its killed caller"
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (Linux)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

@@ -170,6 +170,15 @@ def test_a_damaged_cache_file_is_ignored_with_a_warning_then_refilled(env):
     assert "answer" in entry_of(env.cache)[1]
 
 
+def test_a_cache_file_of_valid_json_but_no_answer_is_ignored_too(env):
+    env()
+    path, entry = entry_of(env.cache)
+    entry["answer"]["candidates"] = [{"device": "cpu:0"}]  # cut short: no batch size
+    path.write_text(json.dumps(entry))
+    with pytest.warns(CacheWarning, match="damaged cache file"):
+        assert env().source == "study"
+
+
 def test_an_unwritable_cache_works_without_caching_and_says_so_once(env, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
