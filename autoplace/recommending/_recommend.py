@@ -117,7 +117,9 @@ def recommend(
     if found is not None and found.exact:
         return found
     url = storage or _beside(cache)
-    if storage is not None or (cache.root / "studies.db").exists():
+    # A team's study (``storage``) may hold an answer for newer software than the cache;
+    # the study beside the cache is this machine's own, consulted only on a miss.
+    if storage is not None or (found is None and (cache.root / "studies.db").exists()):
         shared = lookup.stored(url, study)
         if shared is not None:
             return shared

@@ -92,6 +92,16 @@ def test_stale_by_software_is_used_marked_or_retuned_or_refused(env, monkeypatch
     assert env(on_miss="raise").exact  # the cache holds the new answer
 
 
+def test_a_version_edited_in_the_cache_reads_as_stale(env):
+    # what a user does to try it: the cached answer's jaxlib is no longer this machine's
+    env()
+    path, entry = entry_of(env.cache)
+    entry["key"]["software"]["jaxlib"] = "0.0.1"
+    path.write_text(json.dumps(entry))
+    stale = env(on_miss="raise")
+    assert stale.source == "cache" and stale.stale_reason.startswith("jaxlib 0.0.1 → ")
+
+
 def test_stale_by_age(env):
     env()
     old = env(max_age=0.0)
