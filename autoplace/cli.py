@@ -415,8 +415,7 @@ def recommend(
         typer.Option("--format", help="env: AUTOPLACE_DEVICE=... lines for shell launchers."),
     ] = None,
 ) -> None:
-    """Where to run, at what batch size and precision: from the cache in milliseconds,
-    from a shared study, or by tuning once (what a launcher calls at start-up)."""
+    """Where to run, at what batch and precision: from the cache in ms, a study, or one tune."""
     import warnings
 
     from autoplace.recommending import recommend as run_recommend
