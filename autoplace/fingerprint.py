@@ -11,6 +11,7 @@ import json
 import platform
 import socket
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from autoplace._version import __version__
@@ -56,6 +57,23 @@ def software() -> dict[str, Any]:
         "optuna": _version("optuna"),
         "python": platform.python_version(),
     }
+
+
+#: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
+#: (``autoplace.tuning._answer``): part of the software an answer holds for.
+ANSWER_SCHEMA = 1
+
+
+def study_suffix(
+    objective: Mapping[str, Any], sha256: str, hw: dict[str, Any], sw: dict[str, Any]
+) -> str:
+    """The default study name after the workload's name: the objective (with its run
+    length for time-to-finish: a study's scores hold for one), the model file's hash and
+    the hardware key, e.g. ``-time-to-finish-samples180000-epochs3-c4972a4a-89bd41dbd0``.
+    Identical machines share a study; different ones never mix theirs."""
+    run = [f"{k}{v}" for k, v in objective.items() if k != "name" and v is not None]
+    label = "-".join([str(objective["name"]), *run])
+    return f"-{label}-{sha256[:8]}-{hardware_key(hw, sw)}"
 
 
 def hardware_key(hw: dict[str, Any], sw: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
 from autoplace.errors import BadInputError
@@ -137,13 +137,6 @@ def time_to_finish(
     if epochs is not None:
         run["epochs"] = epochs
     return Objective("time-to-finish", "minimize", "s", score, run)
-
-
-def study_label(name: str, run: Mapping[str, Any]) -> str:
-    """The objective as a default study name holds it: ``throughput``, or with the run
-    length for time-to-finish (``time-to-finish-samples180000-epochs3``), since a study's
-    scores hold for one run length."""
-    return "-".join([name, *(f"{k}{v}" for k, v in run.items() if v is not None)])
 
 
 def make_objective(

@@ -25,12 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace.devices import DeviceInfo
-from autoplace.fingerprint import cpu_model
+from autoplace.fingerprint import ANSWER_SCHEMA, cpu_model
 from autoplace.recommending._machine import installed
-
-#: The version of the answers autoplace.tuning builds (``tuning._answer.ANSWER_SCHEMA``;
-#: kept here too, so that a look-up does not import the tuner).
-ANSWER_SCHEMA = 1
 
 
 def hardware(devices: Sequence[DeviceInfo]) -> dict[str, Any]:
@@ -88,7 +84,7 @@ class Key:
                 f"model file changed since it was measured (sha256 "
                 f"{str(theirs.get('sha256'))[:8]} → {mine['sha256'][:8]})"
             )
-        if {k: v for k, v in theirs.items()} != dict(mine):
+        if dict(theirs) != dict(mine):
             return "measured for another workload or widths"
         return None
 

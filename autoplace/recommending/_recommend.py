@@ -19,7 +19,6 @@ from autoplace import fingerprint
 from autoplace._host import LOCK_DIR
 from autoplace.config import Config, parse_precision
 from autoplace.errors import BadInputError, NoAnswerError
-from autoplace.objectives import study_label
 from autoplace.recommending._cache import Cache
 from autoplace.recommending._key import Key, hardware, software
 from autoplace.recommending._machine import machine_devices
@@ -129,19 +128,16 @@ def recommend(
         if on_stale == "raise":
             raise NoAnswerError(
                 f"the cached answer for {mf.path} is stale ({found.stale_reason}): "
-                f"{_fill_command(mf.path, workload, objective, run)}, or pass on_stale='use'"
+                f"{_fill_command(key)}, or pass on_stale='use'"
             )
     elif on_miss == "raise":
         raise NoAnswerError(
             f"no answer for {mf.path} on this machine ({lookup.why_missed}): "
-            f"{_fill_command(mf.path, workload, objective, run)} to fill the cache"
+            f"{_fill_command(key)} to fill the cache"
         )
     elif on_miss == "fallback":
         return lookup.fallback(lookup.why_missed)
-    return _tune_once(
-        lookup, mf, workload, widths, objective, run, url, on_busy, wait_s, backend,
-        tune_options, on_wait,
-    )  # fmt: skip
+    return _tune_once(lookup, url, on_busy, wait_s, backend, tune_options, on_wait)
 
 
 class _Lookup:
@@ -175,7 +171,7 @@ class _Lookup:
                 self.why_missed = miss
                 return None
             stale = self.key.stale(held) or self._too_old(answer)  # type: ignore[arg-type]
-            return self.value(answer, "cache", stale, cached=True)  # type: ignore[arg-type]
+            return self.value(answer, "cache", stale)  # type: ignore[arg-type]
         except (AttributeError, KeyError, TypeError, ValueError):
             self.cache.damaged(self.path)
             return None
@@ -187,16 +183,13 @@ class _Lookup:
 
         wl = self.key.workload
         hw = fingerprint.hardware(list(self.devices))
-        sw = {"jax": self.key.software["jax"], "jaxlib": self.key.software["jaxlib"]}
-        run = {k: v for k, v in self.key.objective.items() if k != "name"}
-        suffix = f"-{study_label(self.key.objective['name'], run)}-{wl['sha256'][:8]}-"
-        suffix += fingerprint.hardware_key(hw, sw)
+        suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
         name = study or (f"{wl['name']}{suffix}" if wl["name"] else None)
         answer = find_answer(url, name=name, suffix=suffix)
         if answer is None or not self._answers_this(answer) or self._too_old(answer):
             return None
         self.save(answer, "study")
-        return self.value(answer, "study", None, cached=False)
+        return self.value(answer, "study", None)
 
     def _answers_this(self, answer: Mapping[str, Any]) -> bool:
         """Whether a study's answer is an exact one for this key."""
@@ -217,9 +210,7 @@ class _Lookup:
             self.path, {"key": self.key.as_dict(), "source": source, "answer": dict(answer)}
         )
 
-    def value(
-        self, answer: Mapping[str, Any], source: str, stale: str | None, *, cached: bool
-    ) -> Recommendation:
+    def value(self, answer: Mapping[str, Any], source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
         pick, winner, notes = choose(answer, **self.limits)
         runner = answer.get("runner_up") or {}
@@ -229,7 +220,7 @@ class _Lookup:
             batch_size=pick["batch_size"],
             precision=pick["precision"],
             width=pick.get("width"),
-            source="cache" if cached else source,  # type: ignore[arg-type]
+            source=source,
             key=self.key.slot,
             objective=objective.get("name", self.key.objective["name"]),
             unit=objective.get("unit"),
@@ -280,11 +271,6 @@ class _Lookup:
 
 def _tune_once(
     lookup: _Lookup,
-    mf: ModelFile,
-    workload: str | None,
-    widths: Sequence[int] | None,
-    objective: str,
-    run: Mapping[str, Any],
     url: str | None,
     on_busy: OnBusy,
     wait_s: float,
@@ -315,35 +301,26 @@ def _tune_once(
             return found
         from autoplace.tuning import tune
 
+        path = lookup.key.workload["path"]
         options = {
-            "workload": workload,
-            "widths": widths,
-            "objective": objective,
+            **_tune_arguments(lookup.key),
             "storage": url,
             "backend": backend,
             "on_wait": on_wait,
             "out": None,
-            **run_arguments(run),
             **(tune_options or {}),
         }
-        result = tune(mf.path, **options)
+        result = tune(path, **options)
         if result.answer is None:
             raise NoAnswerError(
-                f"the tune of {mf.path} ended without a configuration that runs "
+                f"the tune of {path} ended without a configuration that runs "
                 f"({'interrupted' if result.interrupted else 'every one failed'}): see "
-                f"`autoplace show` or run `autoplace tune {mf.path}`"
+                f"`autoplace show` or run `autoplace tune {path}`"
             )
         lookup.save(result.answer, "tuned")
-        return lookup.value(result.answer, "tuned", None, cached=False)
+        return lookup.value(result.answer, "tuned", None)
     finally:
         lock.release()
-
-
-def run_arguments(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The run length as :func:`autoplace.tune` takes it (``samples`` is one epoch)."""
-    if "samples" in run and run.get("epochs"):
-        return {"samples": run["samples"] // run["epochs"], "epochs": run["epochs"]}
-    return dict(run)
 
 
 def _run_length(
@@ -393,13 +370,27 @@ def _beside(cache: Cache) -> str | None:
     return f"sqlite:///{folder / 'studies.db'}" if os.access(folder, os.W_OK) else None
 
 
-def _fill_command(path: Path, workload: str | None, objective: str, run: Mapping[str, Any]) -> str:
-    args = [f"autoplace recommend {path}"]
-    if workload:
-        args.append(f"--workload {workload}")
-    if objective != "throughput":
-        args.append(f"--objective {objective}")
-    args += [f"--{k} {v}" for k, v in run_arguments(run).items()]
+def _tune_arguments(key: Key) -> dict[str, Any]:
+    """What :func:`autoplace.tune` is asked for ``key``'s workload and objective (the run
+    length as it takes it: ``samples`` is one epoch)."""
+    run = {k: v for k, v in key.objective.items() if k != "name"}
+    if "samples" in run and run.get("epochs"):
+        run["samples"] //= run["epochs"]
+    return {
+        "workload": key.workload["name"],
+        "widths": key.workload["widths"],
+        "objective": key.objective["name"],
+        **run,
+    }
+
+
+def _fill_command(key: Key) -> str:
+    """The ``autoplace recommend`` command that fills the cache for ``key``."""
+    args = [f"autoplace recommend {key.workload['path']}"]
+    for name, value in _tune_arguments(key).items():
+        if value is not None and (name, value) != ("objective", "throughput"):
+            shown = ",".join(map(str, value)) if isinstance(value, list) else value
+            args.append(f"--{name} {shown}")
     return "run `" + " ".join(args) + "`"
 
 

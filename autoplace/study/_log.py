@@ -23,7 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from autoplace._host import process_alive
 from autoplace.config import PRECISIONS, Config
@@ -59,6 +59,7 @@ ANSWER_ATTR = "autoplace_answer"
 #: The study attribute holding its parameters' ranges (see :func:`_bounds`).
 _BOUNDS = "param_ranges"
 _MAX_INT = 2**40
+_T = TypeVar("_T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,8 +258,7 @@ class OptunaStudyLog:
     def save_answer(self, answer: Mapping[str, Any]) -> None:
         """Keep the tune's compact answer with the study (see :data:`ANSWER_ATTR`), where a
         launcher on an identical machine finds it without measuring."""
-        with self._errors():
-            retry(lambda: self._study.set_user_attr(ANSWER_ATTR, dict(answer)))
+        self._do(lambda: self._study.set_user_attr(ANSWER_ATTR, dict(answer)))
 
     @property
     def study_attrs(self) -> dict[str, Any]:
@@ -273,8 +273,7 @@ class OptunaStudyLog:
         finished: list[tuple[dt.datetime, int, str, Config, Measurement]] = []
         pending: set[Config] = set()
         now = dt.datetime.now()
-        with self._errors():
-            trials = retry(lambda: self._study.get_trials(deepcopy=False))
+        trials = self._do(lambda: self._study.get_trials(deepcopy=False))
         for t in trials:
             if not set(t.params) >= _PARAMS:
                 continue
@@ -330,12 +329,11 @@ class OptunaStudyLog:
     def claim(self, tickets: Sequence[Ticket], phase: StoredPhase) -> list[Ticket]:
         from optuna.trial import TrialState
 
-        with self._errors():
-            trials = retry(
-                lambda: self._study.get_trials(
-                    deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
-                )
+        trials = self._do(
+            lambda: self._study.get_trials(
+                deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
             )
+        )
         mine = {t.trial_id for t in tickets}
         lost = []
         for ticket in tickets:
@@ -358,9 +356,8 @@ class OptunaStudyLog:
         if not lost:
             return list(tickets)
         gone = list(tickets) if phase == "confirm" else lost
-        with self._errors():
-            for ticket in gone:
-                retry(lambda t=ticket: self._end(t, "lost_claim"))
+        for ticket in gone:
+            self._do(lambda t=ticket: self._end(t, "lost_claim"))
         return [t for t in tickets if t not in gone]
 
     def _counts(self, t: Any) -> bool:
@@ -425,8 +422,7 @@ class OptunaStudyLog:
             else:
                 self._study.tell(ticket.number, state=TrialState.FAIL)
 
-        with self._errors():
-            retry(write)
+        self._do(write)
 
     def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None:
         """End ``tickets`` as failed; ``interrupted`` ones are measured again on resume.
@@ -475,6 +471,12 @@ class OptunaStudyLog:
             trial_id=-1,
         )
         return self._storage.create_new_trial(self._study_id, template_trial=template)
+
+    def _do(self, action: Callable[[], _T]) -> _T:
+        """``action()`` on the storage: retried while the storage is busy (:func:`retry`),
+        its failure turned into one :class:`StorageError` (:meth:`_errors`)."""
+        with self._errors():
+            return retry(action)
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:

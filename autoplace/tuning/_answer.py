@@ -3,7 +3,8 @@
 The recommendation file holds the whole evidence; a launcher needs less, but enough to
 honour its own limits (a batch-size cap, a memory margin, a numeric tolerance) without
 measuring again: the pick with its margin, and every ranked configuration with the
-figures those limits are checked against. It is JSON, versioned by :data:`ANSWER_SCHEMA`.
+figures those limits are checked against. It is JSON, versioned by
+:data:`autoplace.fingerprint.ANSWER_SCHEMA` (an answer of another is not read).
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from autoplace.fingerprint import ANSWER_SCHEMA
 from autoplace.tuning._margin import Scored
 from autoplace.tuning._verdict import Standing
 
-#: The answer's version: an answer of another is not read (it is a miss).
-ANSWER_SCHEMA = 1
 #: The ranked configurations an answer keeps, best first (a study attribute stays small).
 MAX_CANDIDATES = 64
 

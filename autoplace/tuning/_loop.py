@@ -41,7 +41,7 @@ from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload, timing_lock
-from autoplace.objectives import Objective, make_objective, study_label
+from autoplace.objectives import Objective, make_objective
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.study import (
     History,
@@ -425,11 +425,10 @@ def _identity(
 
 
 def _study_name(identity: dict[str, Any]) -> str:
-    """The default study name: workload, objective, file hash and hardware key, so that
-    identical machines share a study and different ones never mix theirs."""
-    wl, obj = identity["workload"], dict(identity["objective"])
-    key = fingerprint.hardware_key(identity["hardware"], identity["software"])
-    return f"{wl['name']}-{study_label(obj.pop('name'), obj)}-{wl['sha256'][:8]}-{key}"
+    """The default study name: the workload's, then :func:`fingerprint.study_suffix`."""
+    wl = identity["workload"]
+    hw, sw = identity["hardware"], identity["software"]
+    return wl["name"] + fingerprint.study_suffix(identity["objective"], wl["sha256"], hw, sw)
 
 
 def _close_opened(opening: concurrent.futures.Future) -> None:
