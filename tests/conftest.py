@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import tempfile
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import optuna
 import pytest
 
 import autoplace
+from autoplace._host import LOCK_DIR_ENV
 from autoplace.study import storage_at
 from autoplace.workload import ModelFile
 
@@ -28,6 +30,10 @@ from autoplace.workload import ModelFile
 N_CPU_DEVICES = 4
 
 jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
+
+# This run's own lock folder (the workers and CLIs it starts inherit it): no test waits on
+# another process's timing, such as a tune or another test run on the same machine.
+os.environ.setdefault(LOCK_DIR_ENV, tempfile.mkdtemp(prefix="autoplace-test-locks-"))
 
 #: The repository's root, and the small model files the tests measure.
 REPO = Path(__file__).resolve().parent.parent

@@ -2,10 +2,11 @@
 
 Two tunes timing loops on one machine at the same moment corrupt each other's timings
 (two processes on two cores, or on one GPU). So every measurement takes the lock of each
-device it runs on, a file under the temporary directory that every autoplace process on
-the host shares (``filelock``: the well-kept library for it; the OS releases the lock of
-a killed process). The CPU devices of one host are one lock: JAX's virtual CPU devices
-share the same cores. A process that has to wait is told who holds the lock, and says so.
+device it runs on, a file in the folder every autoplace process on the host shares
+(:func:`autoplace._host.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
+the well-kept library for it (the OS releases the lock of a killed process). The CPU
+devices of one host are one lock: JAX's virtual CPU devices share the same cores. A
+process that has to wait is told who holds the lock, and says so.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from autoplace._host import LOCK_DIR
+from autoplace._host import lock_dir
 
 
 def lock_key(device: str) -> str:
@@ -33,10 +34,10 @@ def timing_lock(
     once, then wait for it."""
     from filelock import FileLock, Timeout
 
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    folder = lock_dir()
     with contextlib.ExitStack() as held:
         for key in sorted({lock_key(d) for d in devices}):
-            lock = FileLock(LOCK_DIR / f"{key}.lock")
+            lock = FileLock(folder / f"{key}.lock")
             try:
                 lock.acquire(timeout=0)
             except Timeout:
@@ -49,7 +50,7 @@ def timing_lock(
 
 
 def _owner_file(key: str) -> Path:
-    return LOCK_DIR / f"{key}.owner"
+    return lock_dir() / f"{key}.owner"
 
 
 def _holder(key: str) -> str:

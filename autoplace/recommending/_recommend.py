@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from autoplace import fingerprint
-from autoplace._host import LOCK_DIR
+from autoplace._host import lock_dir
 from autoplace.config import Config, parse_precision
 from autoplace.errors import BadInputError, NoAnswerError
 from autoplace.recommending._cache import Cache
@@ -282,8 +282,7 @@ def _tune_once(
     answer (at most ``wait_s``) or take the fallback, as ``on_busy`` says."""
     from filelock import FileLock, Timeout
 
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(LOCK_DIR / f"recommend-{lookup.key.slot}.lock")
+    lock = FileLock(lock_dir() / f"recommend-{lookup.key.slot}.lock")
     try:
         lock.acquire(timeout=0)
     except Timeout:

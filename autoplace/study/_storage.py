@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autoplace._host import LOCK_DIR
+from autoplace._host import lock_dir
 from autoplace.errors import StorageError, first_line
 from autoplace.study._faults import busy_error, retry, transient
 
@@ -164,9 +164,8 @@ def _creating(path: Path) -> Any:
     the temporary directory, named after the file's path."""
     from filelock import FileLock
 
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return FileLock(LOCK_DIR / f"sqlite-{digest}.lock")
+    return FileLock(lock_dir() / f"sqlite-{digest}.lock")
 
 
 def _check_journal(path: Path) -> None:
