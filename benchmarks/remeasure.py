@@ -610,8 +610,9 @@ class Report:
     def render(self) -> str:
         loads = [t.timing.loadavg for t in self.turns if t.timing.loadavg is not None]
         load = f"; 1-min load average {min(loads):.2f}-{max(loads):.2f}" if loads else ""
+        rounds = f"{self.rounds} round{'s' * (self.rounds != 1)}"
         lines = [
-            f"{self.phase}: {self.rounds} rounds, {self.settings.loop} loop, "
+            f"{self.phase}: {rounds}, {self.settings.loop} loop, "
             f"{self.settings.seconds:g} s a timing, each in a fresh process{load}",
             f"  {'configuration':32} {'samples/s':>11} {'±range/2':>8}  failed",
         ]
@@ -730,7 +731,10 @@ class Session:
         }
         store = Store(cache, header)
         if cache is not None:
-            progress(f"timings kept in {cache} (run the same command again to resume)")
+            kept = (
+                f"; {len(store.records)} already there are not run again" if store.records else ""
+            )
+            progress(f"timings kept in {cache} (run the same command again to resume){kept}")
         return cls(model, workload, describe(model, workload), store, pause_s, progress)
 
     def rounds(
@@ -890,9 +894,13 @@ def sweep(
 # --- the command line ---------------------------------------------------------------------
 
 
-def default_cache(header_bits: Sequence[str]) -> Path:
-    digest = hashlib.sha256("\n".join(header_bits).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"remeasure-{digest}.json"
+def default_cache(args: argparse.Namespace) -> Path:
+    """A cache file named after what the command asks to measure (not where its result
+    goes, nor the pause): the same request resumes from the same file."""
+    request = {k: v for k, v in vars(args).items() if k not in ("out", "cache", "pause")}
+    request["model"] = str(Path(args.model).resolve())
+    digest = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode())
+    return Path(tempfile.gettempdir()) / f"remeasure-{args.workload}-{digest.hexdigest()[:12]}.json"
 
 
 def write_output(
@@ -1006,9 +1014,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.cache,
             )
         else:
-            cache = args.cache or default_cache(
-                [str(args.model.resolve()), args.workload, *map(str, sys.argv[2:])]
-            )
+            cache = args.cache or default_cache(args)
             report = sweep(
                 args.model,
                 args.workload,
