@@ -5,13 +5,16 @@ Python process, in turns, over rounds: the yardstick autoplace's verdicts are ju
 What it measures. The steady-state throughput (samples/s) of each configuration
 (device, batch size, precision, width) of a model file's workload: either with a fresh
 host batch put on the device every step, the loop autoplace's throughput objective
-scores (``--loop fed``), or with the batch left on the device (``--loop step``).
+scores (``--loop fed``: two host batches made once, put on the device in turn), or with
+the batch left on the device (``--loop step``). Beside it each timing records what the
+machine and the allocator did: the 1-minute load average, the process's CPU time per
+wall second while timing, minor page faults per step and the peak resident memory.
 
 Why a fresh process per timing. A step's time depends on what ran before it in the same
-process: a two-tower recommender's step took 20 ms in a fresh process, 13 ms in the
-middle of a sweep and 7.5 ms after other configurations had run there (glibc's
-allocator had grown enough to keep its 37 MiB of temporaries instead of mapping them
-afresh each step). A user's training process is a fresh one, so each timing here runs
+process: issue 23 reports a two-tower recommender's step at 20 ms in a fresh process,
+13 ms in the middle of a sweep and 7.5 ms after other configurations had run there
+(glibc's allocator had grown enough to keep its 37 MiB of temporaries instead of mapping
+them afresh each step). A user's training process is a fresh one, so each timing here runs
 in a process of its own that imports the model file, calls the workload function with
 ``(width, dtype)``, jits the step (donating the state for ``kind="train"``), puts the
 state and the batch on the device, warms up, times chunks of steps (each at least
@@ -29,10 +32,15 @@ two-sided 95%, so at least 6 rounds; with 7 the interval is the rounds' range, 9
 with the number of rounds each led. A round where a configuration failed (an error, a
 crash, a timeout, output that is not finite) is left out of its comparisons and listed.
 
-``sweep`` times every configuration of a grid the same way, in fewer and shorter rounds,
-then re-measures the best few in turns with full rounds, and names the best with its
-interval against each of the others. Every timing is kept in a JSON cache as it ends,
-so an interrupted sweep resumes where it stopped when the same command runs again.
+``sweep`` times every configuration of a grid the same way, in fewer and shorter rounds
+(3 of 0.2 s by default), then re-measures the best few (4) in turns with full rounds,
+and names the best: the highest median throughput among those finite and error-free
+in every final round, with its interval against each other finalist, and those it
+cannot be told apart from (an interval holding 1). Every timing is kept in a JSON cache
+(under the system's temporary folder, named after the request, or ``--cache``) as it
+ends, so an interrupted sweep resumes where it stopped when the same command runs
+again. The result goes to ``benchmarks/results/remeasure-<mode>-<workload>-<time>.json``
+(or ``--out``), with a summary on the terminal.
 
 From the repository root, with the venv active::
 

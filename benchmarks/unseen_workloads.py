@@ -32,9 +32,10 @@ affordable on a 2-core CPU: a step takes at most about 0.5 s at the largest batc
   mean pooling per graph, a dense decoder), with ``jax.ops.segment_sum`` in place of
   jraph, which that example imports and this project does not install.
 * ``gru`` (Flax linen): a GRU sequence classifier, ``nn.RNN(nn.GRUCell(...))`` over 32
-  embedded tokens, as ``flax.linen.RNN``'s docstring shows, trained with a
-  ``flax.training.train_state.TrainState`` and ``optax.adam`` as the linen MNIST
-  tutorial trains.
+  embedded tokens (``nn.RNN`` wrapping a cell as its docstring shows), trained with
+  ``flax.training.train_state.TrainState`` and ``optax.adam``: ``create``,
+  ``apply_fn`` and ``apply_gradients`` as TrainState's docstring and the linen quick
+  start use them. Its state's ``step`` starts as a Python int.
 * ``nnx_rnn`` (Flax NNX): an LSTM classifier built on ``nnx.RNN`` (which keeps an RNG
   stream of its own) with ``nnx.Dropout``, trained with ``nnx.Optimizer``; the state is
   ``nnx.split((model, optimizer))`` and the step merges, updates and returns
