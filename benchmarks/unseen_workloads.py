@@ -6,7 +6,9 @@ the precision asked for (README, "Model files"), so every precision trains the s
 Where the library has a ``dtype`` for the computation, it is set as well. Logits are
 taken to float32 for the loss, as mixed-precision code does. Each workload's
 ``batch_sizes`` keeps an exhaustive sweep of float32, bfloat16 and float16 over its range
-affordable on a 2-core CPU: a step takes at most about 0.5 s at the largest batch.
+affordable on a 2-core CPU: at its largest batch a step takes about 0.5 s at most on a
+quiet machine (``resnet_bn`` and ``lm`` come nearest; under a load of 3 to 5 on two
+cores, ``resnet_bn`` at 128 took 0.56 to 1.1 s a step and ``lm`` at 128 0.43 to 0.61 s).
 
 * ``resnet_bn`` (Equinox): a small residual CNN with ``eqx.nn.BatchNorm`` (running
   statistics in an ``eqx.nn.State``), trained with ``optax.sgd(0.1, momentum=0.9)`` on
