@@ -120,7 +120,23 @@ def measure(
         from autoplace.report import measurement_table
 
         measurement_table(result)
+    busy = busy_line([result])
+    if busy:
+        typer.echo(busy, err=True)
     raise typer.Exit(0 if result.status == "ok" else 1)
+
+
+def busy_line(measurements: list[Any]) -> str:
+    """One line saying the machine was busy while ``measurements`` were timed ('' if not)."""
+    from autoplace.machine import Interference
+
+    seen = Interference.of(measurements)
+    if seen is None or not seen.busy:
+        return ""
+    return (
+        f"autoplace: the machine was busy ({seen.describe()}): these figures may be off by "
+        "much more than their spread; measure again when it is idle (`uptime` shows the load)"
+    )
 
 
 DevicesOpt = Annotated[
@@ -198,6 +214,21 @@ MeasureTimeoutOpt = Annotated[
 ]
 
 
+IfBusyOpt = Annotated[
+    str,
+    typer.Option(
+        "--if-busy",
+        help="On a busy machine: warn (measure, and say so), wait (for quiet, up to "
+        "--quiet-wait), or refuse.",
+    ),
+]
+
+QuietWaitOpt = Annotated[
+    float,
+    typer.Option("--quiet-wait", help="With --if-busy wait: seconds to wait for quiet."),
+]
+
+
 MaxDeviationOpt = Annotated[
     str,
     typer.Option(
@@ -230,6 +261,8 @@ def tune(
     remeasure: RemeasureOpt = False,
     search: SearchOpt = "climb",
     measure_timeout: MeasureTimeoutOpt = 300.0,
+    if_busy: IfBusyOpt = "warn",
+    quiet_wait: QuietWaitOpt = 600.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""
@@ -259,6 +292,8 @@ def tune(
             remeasure=remeasure,
             strategy=strategy_named(search),
             settings=MeasureSettings(timeout_s=measure_timeout),
+            if_busy=if_busy,
+            quiet_wait=quiet_wait,
         )
         if as_json:
             result = run_tune(model_file, **options)
@@ -272,6 +307,7 @@ def tune(
                     on_trial=progress.trial,
                     on_group=progress.group,
                     on_wait=progress.wait,
+                    on_progress=progress.progress,
                 )
     if as_json:
         from autoplace.report import tune_summary

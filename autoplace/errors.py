@@ -51,6 +51,12 @@ class NoAnswerError(AutoplaceError):
     the cache."""
 
 
+class BusyMachineError(AutoplaceError):
+    """The machine was busy and the user asked autoplace not to measure on a busy one
+    (``--if-busy refuse``, or ``wait`` past its limit with ``refuse`` after). Exit code 1:
+    not the input's fault. Everything measured before is kept in the study."""
+
+
 class WorkerError(AutoplaceError):
     """The measurement worker broke in a way that is autoplace's fault, not the workload's."""
 

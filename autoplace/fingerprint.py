@@ -60,8 +60,9 @@ def software() -> dict[str, Any]:
 
 
 #: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
-#: (``autoplace.tuning._answer``): part of the software an answer holds for.
-ANSWER_SCHEMA = 1
+#: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
+#: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
+ANSWER_SCHEMA = 2
 
 
 def study_suffix(

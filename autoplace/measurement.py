@@ -85,8 +85,29 @@ class Measurement:
     reference_s: float | None = None
     #: Compiles seen while timing; must be 0 (the loop calls one AOT-compiled executable).
     timing_compiles: int | None = None
-    #: The JAX persistent compilation cache's state during the measurement.
+    #: JAX's persistent compilation cache for this compile: ``off`` (not used), ``miss``
+    #: (compiled, and stored for the fresh processes of this tune), ``hit`` (loaded: the
+    #: lowering is this process's own, ``compile_s`` that of the compile that stored it).
     compile_cache: str | None = None
+    #: Whether the figures come from a fresh process of its own that measured nothing else
+    #: (as the user's training run will be), or from a worker shared with other
+    #: configurations (whose allocator state can move a step by 2x).
+    fresh_process: bool | None = None
+    #: Other runnable tasks on the machine, on average at the end of the timed chunks.
+    others_running: float | None = None
+    #: The share of the timed chunks' wall time some task waited for a CPU (Linux's
+    #: pressure stall information; ``None`` where the kernel does not say).
+    cpu_pressure: float | None = None
+    #: CPU time the measuring process got over wall time x the cores it may use.
+    cpu_share: float | None = None
+    #: Page faults of the measuring process per step, over the later half of its timed
+    #: chunks (the first fill the allocator's caches): a step whose temporaries are mapped
+    #: afresh every step (too large for the allocator to keep) faults thousands of times.
+    page_faults_per_step: float | None = None
+    #: Resident memory of the measuring process after the timed chunks.
+    resident_bytes: int | None = None
+    #: How resident memory grew per step over the later timed chunks (a leak grows it).
+    resident_growth_per_step: float | None = None
     #: How many other configurations' timed loops took turns with this one's, chunk by
     #: chunk (see ``autoplace.Backend.measure_together``); 0 when measured alone.
     interleaved_with: int | None = None

@@ -20,9 +20,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-SCHEMA_VERSION = 2
-#: Versions this autoplace reads: version 1 is version 2 without ``[explanation]``.
-READABLE = (1, 2)
+SCHEMA_VERSION = 3
+#: Versions this autoplace reads: version 2 is version 3 with ``runner_up`` and
+#: ``within_noise`` for ``closest`` and ``equivalent``, and without ``[machine]`` and
+#: ``[[findings]]``; version 1 is version 2 without ``[explanation]``.
+READABLE = (1, 2, 3)
 
 #: Sections every file has.
 REQUIRED = ("schema_version", "created", "recommendation", "objective", "workload", "study")

@@ -59,7 +59,10 @@ class SyntheticBackend:
     ``measure_together`` call (from 1) to a factor on the step times of all its
     configurations: a slow spell; ``deviation`` gives a lower precision's deviation from
     float32 (when the request asks for it; 0.1% otherwise); ``compile_s`` a request's
-    compile seconds (0.1 otherwise).
+    compile seconds (0.1 otherwise). ``window_noise`` is each configuration's own factor
+    in each call, the same for all its turns (what moves between windows and the turns of
+    one window do not show); ``fresh`` multiplies a request's step times in a fresh process
+    (:meth:`measure_fresh`: a shared worker's allocator state can differ from a fresh one's).
     """
 
     def __init__(
@@ -73,6 +76,8 @@ class SyntheticBackend:
         group_drift: Callable[[int], float] | None = None,
         deviation: Callable[[MeasureRequest], float] | None = None,
         compile_s: Callable[[MeasureRequest], float] | None = None,
+        window_noise: float = 0.0,
+        fresh: Callable[[MeasureRequest], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -83,10 +88,14 @@ class SyntheticBackend:
         self._group_drift = group_drift
         self._deviation = deviation
         self._compile_s = compile_s
+        self.window_noise = window_noise
+        self._fresh = fresh
         self._drift = 1.0
         self.measured: list[MeasureRequest] = []
-        #: The configurations of each ``measure_together`` call.
+        #: The configurations of each ``measure_together`` or ``measure_fresh`` call, and
+        #: of each ``measure_fresh`` call alone.
         self.groups: list[list] = []
+        self.fresh_groups: list[list] = []
 
     def devices(self) -> list[DeviceInfo]:
         return self._devices
@@ -153,10 +162,23 @@ class SyntheticBackend:
             return 0.0
         return self._deviation(request) if self._deviation else 0.001
 
-    def measure_together(self, requests: list[MeasureRequest]) -> list[Measurement]:
+    def measure_together(
+        self, requests: list[MeasureRequest], on_progress: object = None
+    ) -> list[Measurement]:
         """Each fed loop timed in ``TURNS`` turns: a drift common to the group (what
         timing in turns cancels) times a jitter of +-``turn_noise`` of each own."""
+        return self._together(requests, fresh=False)
+
+    def measure_fresh(
+        self, requests: list[MeasureRequest], on_progress: object = None
+    ) -> list[Measurement]:
+        """As :meth:`measure_together`, each configuration as in a fresh process."""
+        return self._together(requests, fresh=True)
+
+    def _together(self, requests: list[MeasureRequest], fresh: bool) -> list[Measurement]:
         self.groups.append([r.config for r in requests])
+        if fresh:
+            self.fresh_groups.append([r.config for r in requests])
         n, group = len(requests), f"group-{len(self.groups)}"
         out = []
         for r in requests:
@@ -166,8 +188,12 @@ class SyntheticBackend:
             if m.status != "ok":
                 out.append(dataclasses.replace(m, interleaved_with=n - 1, interleave_id=group))
                 continue
+            own = 1.0 + self.window_noise * _unit(m, -1, len(self.groups))
+            if fresh and self._fresh is not None:
+                own *= self._fresh(r)
             chunks = tuple(
                 m.fed_step_s
+                * own
                 * (1.0 + 0.3 * (j % 3 - 1))
                 * (1.0 + self.turn_noise * _unit(m, j, len(self.groups)))
                 for j in range(TURNS)
@@ -183,6 +209,7 @@ class SyntheticBackend:
                     fed_samples_per_s=m.batch_size / median,
                     interleaved_with=n - 1,
                     interleave_id=group,
+                    fresh_process=fresh,
                 )
             )
         return out

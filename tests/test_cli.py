@@ -333,23 +333,26 @@ def test_show_says_what_the_scores_rest_on(
     assert code == 0, err
     text = " ".join(out.split())  # undo rich's wrapping
     assert "run on cpu:0 (cpu), batch 128, bfloat16" in text
-    assert "(confirmed, the only finalist)" in text
-    # the runner-up (float16) is far behind, so it kept its search figures
-    assert "runner-up: cpu:0 float16 batch 128" in text
-    assert "search figures, not confirmed" in text
+    assert "score confirmed in 2 windows, each finalist in a fresh process" in text
+    # the closest (bfloat16 at 64) was not a finalist: the search's figures compare them
+    assert "against the closest:" in text and "cpu:0 batch=64 bfloat16" in text
+    assert "search figures" in text
 
 
-def test_show_names_the_finalists_equal_within_the_noise(
+def test_show_names_the_finalists_it_cannot_tell_apart(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    backend = SyntheticBackend(slowdown=bfloat16_just_ahead, turn_noise=0.05)
+    backend = SyntheticBackend(slowdown=bfloat16_just_ahead, window_noise=0.03)
     out_file = _tuned_file(tmp_path, backend, (64,), ("float32", "bfloat16"))
     code, out, err = run_cli(capsys, "show", str(out_file))
     assert code == 0, err
     text = " ".join(out.split())
     assert "run on cpu:0 (cpu), batch 64, float32" in text
-    assert "equal within the noise: cpu:0 bfloat16 batch 64" in text
-    assert "within 2% of the best, autoplace picks float32 over lower precisions" in text
+    assert "they cannot be told apart here" in text
+    assert (
+        "cpu:0 batch=64 float32 width=64, or any of cpu:0 batch=64 bfloat16 width=64: within ±"
+        in text
+    )
 
 
 def _read_only_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:

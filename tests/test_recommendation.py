@@ -35,7 +35,7 @@ def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path):
     target.write_text("old")
     rec.write(target, document())
     assert [p.name for p in tmp_path.iterdir()] == ["autoplace.toml"]
-    assert rec.read(target)["schema_version"] == rec.SCHEMA_VERSION == 2
+    assert rec.read(target)["schema_version"] == rec.SCHEMA_VERSION == 3
 
 
 def test_a_version_1_file_is_still_read(tmp_path):
@@ -73,3 +73,20 @@ def test_damaged_or_future_files_get_one_clear_error(tmp_path, text, match):
 def test_missing_file_says_how_to_make_one(tmp_path):
     with pytest.raises(ConfigFileError, match="autoplace tune"):
         rec.read(tmp_path / "nope.toml")
+
+
+def test_a_version_2_file_is_still_read_and_shown(tmp_path, capsys):
+    # Version 2 had runner_up and within_noise (a margin and a noise), no closest.
+    doc = document()
+    doc["recommendation"]["runner_up"] = {
+        "device": "cpu:0", "batch_size": 32, "precision": "float16", "width": None,
+        "margin": 0.105, "noise": 0.037, "significant": True, "basis": "paired over 9 turns",
+    }  # fmt: skip
+    path = tmp_path / "v2.toml"
+    path.write_text(tomli_w.dumps(rec._clean({**doc, "schema_version": 2})))
+    back = rec.read(path)
+    from autoplace.report import recommendation_report
+
+    recommendation_report(back)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "against the closest: 10.5% ahead (noise ±3.7%): a real difference" in out

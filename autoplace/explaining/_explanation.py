@@ -67,6 +67,9 @@ class Explanation:
     memory: Mapping[str, float] | None = None
     sentences: tuple[str, ...] = ()
     undetermined: tuple[str, ...] = ()
+    #: The verdict's findings (``autoplace.findings``), as the file's ``[[findings]]``
+    #: holds them: the file keeps them beside the explanation, not in it.
+    findings: tuple[Mapping[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The recommendation file's ``[explanation]`` section."""
@@ -93,9 +96,15 @@ def explain_figures(
     largest_batch: int | None = None,
     device_memory: Mapping[str, int | None] | None = None,
     margin: float = MEMORY_MARGIN,
+    noise: float | None = None,
+    busy: bool = False,
 ) -> Explanation:
     """The explanation of ``winner`` among ``figures`` (one measurement per
-    configuration), against ``others`` (the best of each other device and precision)."""
+    configuration), against ``others`` (the best of each other device and precision).
+
+    ``noise`` is one measurement's noise (log units) and ``busy`` whether the machine was
+    busy: where the points cannot support a cause (a departure from the line within three
+    times the noise, or any on a busy machine), the cause is not named."""
     models = arm_models(figures)
     if winner is None:
         return Explanation(None, loop, models, sentences=("Nothing ran: nothing to explain.",))
@@ -133,16 +142,18 @@ def explain_figures(
         memory=memory,
         undetermined=undetermined,
     )
-    return dataclasses.replace(explanation, sentences=tuple(_sentences(explanation, winner)))
+    causes = None if busy else (noise or 0.0)
+    sentences = _sentences(explanation, winner, causes)
+    return dataclasses.replace(explanation, sentences=tuple(sentences))
 
 
-def _sentences(e: Explanation, winner: Measurement) -> list[str]:
+def _sentences(e: Explanation, winner: Measurement, causes: float | None) -> list[str]:
     """The explanation's sentences, most important first."""
     arm = (winner.device, winner.precision, winner.width)
     model, out = e.models[arm], []
     line = model.line(e.loop)
     if line is not None and line.per_sample > 0:
-        out.append(_scaling(model.label, line, winner.batch_size))
+        out.append(_scaling(model.label, line, winner.batch_size, causes))
     if e.transfer and e.transfer["share"] >= NOTABLE_TRANSFER:
         out.append(_feeding(e.transfer, winner))
     first = _first_call(winner)
@@ -169,8 +180,10 @@ def _sentences(e: Explanation, winner: Measurement) -> list[str]:
     return out
 
 
-def _scaling(label: str, line: Any, batch: int) -> str:
-    """Why the batch size: the fixed cost, the per-sample cost, where the line bends."""
+def _scaling(label: str, line: Any, batch: int, causes: float | None = 0.0) -> str:
+    """Why the batch size: the fixed cost, the per-sample cost, where the line bends; the
+    likely cause of a bend only where it is over three times ``causes`` (a measurement's
+    noise; ``None``: the machine was busy, no cause is named)."""
     lo, hi = min(line.batches), max(line.batches)
     balance, ninety = line.balance, line.batch_for(0.9)
     if balance is None or balance < max(1.0, lo / 10):
@@ -201,12 +214,14 @@ def _scaling(label: str, line: Any, batch: int) -> str:
             if line.departure > 0
             else "the cost per sample still falling"
         )
+        why = _supported(why, line.departure, causes)
         text += (
             f"; at batch {line.departs_at} steps run {units.percent(abs(line.departure))} "
             f"{'slower' if line.departure > 0 else 'faster'} than the line ({why})"
         )
     if line.below_at is not None and line.below is not None:
         why = "the device not yet filled" if line.below > 0 else "faster than the line says"
+        why = _supported(why, line.below, causes)
         text += (
             f"; at batch {line.below_at} they run {units.percent(abs(line.below))} "
             f"{'slower' if line.below > 0 else 'faster'} ({why})"
@@ -217,6 +232,16 @@ def _scaling(label: str, line: Any, batch: int) -> str:
         f"{units.percent(line.error)} (median)"
     )
     return f"{text} ({fit}; the pick is batch {batch})."
+
+
+def _supported(cause: str, off: float, noise: float | None) -> str:
+    """``cause``, where the points can support it: a departure of ``off`` (a fraction)
+    over three times a measurement's ``noise`` (``None``: a busy machine supports none)."""
+    if noise is None:
+        return "the machine was too busy to say why"
+    if abs(off) <= 3 * noise:
+        return "within the noise: no cause can be told"
+    return cause
 
 
 def _first_call(m: Measurement) -> str | None:

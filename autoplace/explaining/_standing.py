@@ -19,7 +19,8 @@ def explain_standing(
     margin: float = MEMORY_MARGIN,
 ) -> Explanation:
     """The explanation of a :class:`~autoplace.tuning.Standing`'s pick (what ``tune`` adds
-    to its recommendation file)."""
+    to its recommendation file). Causes are named only where the points support them
+    (not on a busy machine, nor for a bend within the search's noise)."""
     best = standing.best
     others = [s.measurement for s in standing.per_group[1:]]
     largest = max(space.batch_sizes) if space is not None else None
@@ -31,6 +32,8 @@ def explain_standing(
         largest_batch=largest,
         device_memory=device_memory,
         margin=margin,
+        noise=standing.search_noise.sigma if standing.search_noise is not None else None,
+        busy=standing.interference is not None and standing.interference.busy,
     )
     if best is None:
         return explanation
@@ -38,25 +41,18 @@ def explain_standing(
 
 
 def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
-    """The explanation with its first sentence: what wins, and by how much."""
+    """The explanation with its first sentence: what wins, and against the configuration
+    closest to it, how many times faster, with its interval and verdict."""
     best, objective = standing.best, standing.objective
     score = units.score(best.score, objective.unit)
-    text = f"{explanation.winner} wins ({objective.name}: {score}"
-    runner = standing.runner_up
-    if runner is not None:
-        other, c = runner
-        verdict = "beyond the noise" if c.significant else "within the noise"
-        if c.margin >= 0:
+    text = f"{explanation.winner} wins ({objective.name}: {score})"
+    closest = standing.closest
+    if closest is not None:
+        other, c = closest
+        text += f": {c.sentence(other.config.label())}"
+        if c.ratio < 1 and c.verdict in ("equal", "undecided"):
             text += (
-                f"), {units.percent(c.margin)} ahead of {other.config.label()} "
-                f"(noise ±{units.percent(c.noise)}: {verdict})."
+                "; of configurations within 2% of each other, autoplace prefers float32, "
+                "then the smaller batch"
             )
-        else:  # equal within the noise, and the preferred of equals
-            text += (
-                f"), {units.percent(-c.margin)} behind {other.config.label()}, within the "
-                f"noise (±{units.percent(c.noise)}): of equals, autoplace prefers float32, "
-                "then the smaller batch."
-            )
-    else:
-        text += ")."
-    return dataclasses.replace(explanation, sentences=(text, *explanation.sentences))
+    return dataclasses.replace(explanation, sentences=(text + ".", *explanation.sentences))

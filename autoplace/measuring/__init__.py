@@ -12,7 +12,7 @@ program and a device. :func:`measure` is the library call behind
 
 from typing import Any
 
-from autoplace.measuring._backend import Backend, InProcessBackend
+from autoplace.measuring._backend import Backend, InProcessBackend, Progress
 from autoplace.measuring._lock import timing_lock
 from autoplace.measuring._measure import check_device, measure, resolve_workload
 from autoplace.measuring._subprocess import SubprocessBackend
@@ -43,6 +43,7 @@ __all__ = [
     "ConfigFailure",
     "Engine",
     "InProcessBackend",
+    "Progress",
     "SubprocessBackend",
     "check_device",
     "compute_dtypes",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from autoplace.devices import DeviceInfo
@@ -19,6 +19,16 @@ from autoplace.workload import WorkloadInfo
 
 if TYPE_CHECKING:
     from autoplace.measuring._engine import Engine
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """What a backend is doing now, for a progress line: ``index`` is the configuration of
+    the call it is on (``None``: all of them, e.g. timing them in turns), ``what`` says it
+    in words (``setting up cpu:0 batch=256 bfloat16``)."""
+
+    index: int | None
+    what: str
 
 
 @runtime_checkable
@@ -32,6 +42,8 @@ class Backend(Protocol):
       (unknown device, unknown workload) and :class:`WorkerError` for its own faults;
     * :meth:`catalog` raises :class:`~autoplace.errors.ModelFileError` for a model
       file that does not import or holds no workload;
+    * ``on_progress``, where given, hears what the call is doing as it goes (a
+      :class:`Progress` for each configuration set up, each turn of the timed loops);
     * :meth:`close` releases processes and may be called twice.
     """
 
@@ -41,12 +53,29 @@ class Backend(Protocol):
 
     def measure(self, request: MeasureRequest) -> Measurement: ...
 
-    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+    def measure_together(
+        self,
+        requests: Sequence[MeasureRequest],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> list[Measurement]:
         """Measure several configurations with their timed loops taking turns chunk by
         chunk (A B C A B C), one result per request, in order, so that drift slows
         all alike; the loop settings are the first request's. Each keeps the
         failure statuses of :meth:`measure`; a failure that may be its neighbours'
         doing (``oom``, ``crash``, ``timeout``) is measured again alone."""
+        ...
+
+    def measure_fresh(
+        self,
+        requests: Sequence[MeasureRequest],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> list[Measurement]:
+        """Measure several configurations as :meth:`measure_together` does (their timed
+        loops in turns, one ``interleave_id`` for the call), but each in a fresh process of
+        its own that measures nothing else, as the user's training run will: a step's time
+        can depend on what ran before in its process. A backend that cannot start
+        processes measures them together in its own and says so
+        (``Measurement.fresh_process`` is then false)."""
         ...
 
     def close(self) -> None: ...
@@ -74,11 +103,23 @@ class InProcessBackend:
     def measure(self, request: MeasureRequest) -> Measurement:
         return self.measure_together([request])[0]
 
-    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+    def measure_together(
+        self,
+        requests: Sequence[MeasureRequest],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> list[Measurement]:
         t = time.perf_counter()
-        results = self._engine.measure_together(requests)
+        results = self._engine.measure_together(requests, on_progress)
         share = (time.perf_counter() - t) / len(results)
         return [with_figures(m, worker_start_s=0.0, wall_s=share) for m in results]
+
+    def measure_fresh(
+        self,
+        requests: Sequence[MeasureRequest],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> list[Measurement]:
+        """No fresh process here: measured together in this one (``fresh_process`` false)."""
+        return self.measure_together(requests, on_progress)
 
     def close(self) -> None:
         pass

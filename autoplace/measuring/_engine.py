@@ -42,6 +42,7 @@ import jax
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
+from autoplace.measuring._backend import Progress
 from autoplace.measuring._run import Run
 from autoplace.measuring._setup import (
     ConfigFailure,
@@ -74,21 +75,40 @@ from autoplace.workload import (
 )
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
 
 class Engine:
     """Measures configurations inside one process. Holds caches, so keep one per worker.
 
     Not thread-safe: one measurement at a time, as timings demand anyway.
+
+    Args:
+        jax_config: ``jax.config`` settings applied first.
+        compile_cache: a folder for JAX's persistent compilation cache, shared by the
+            workers of one tune (``None``: no persistent cache). A compile stored there by
+            one worker is loaded by a fresh one, which reports it as a ``hit``: never as a
+            fast compile (see :attr:`autoplace.Measurement.compile_cache`).
     """
 
-    def __init__(self, jax_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, jax_config: dict[str, Any] | None = None, compile_cache: str | None = None
+    ) -> None:
         for key, value in (jax_config or {}).items():
             jax.config.update(key, value)
-        # A persistent-cache hit would pass for a fast compile: never allow one.
-        jax.config.update("jax_enable_compilation_cache", False)
+        self._cache_dir = compile_cache
+        if compile_cache is None:
+            jax.config.update("jax_enable_compilation_cache", False)
+        else:
+            jax.config.update("jax_enable_compilation_cache", True)
+            jax.config.update("jax_compilation_cache_dir", compile_cache)
+            # Every compile is stored, however quick or small: a fresh worker loads it.
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
         self._compiles = 0
+        self._cache_hits = 0
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        jax.monitoring.register_event_listener(self._on_count)
         self._modules: dict[tuple[str, str], dict[str, tuple[WorkloadInfo, Callable]]] = {}
         self._references: OrderedDict[tuple, Any] = OrderedDict()
         self._built: OrderedDict[tuple, tuple[Workload, float]] = OrderedDict()
@@ -98,10 +118,15 @@ class Engine:
         if event == _COMPILE_EVENT:
             self._compiles += 1
 
+    def _on_count(self, event: str, **_: Any) -> None:
+        if event == _CACHE_HIT_EVENT:
+            self._cache_hits += 1
+
     @property
     def compiles(self) -> int:
         """Compiles XLA has reported in this process since the engine started, of any
-        function: the counter that proves the timed loops compiled nothing."""
+        function (a load from the persistent cache counts): the counter that proves the
+        timed loops compiled nothing."""
         return self._compiles
 
     def forget_executables(self) -> None:
@@ -151,7 +176,11 @@ class Engine:
     def measure(self, request: MeasureRequest) -> Measurement:
         return self.measure_together([request])[0]
 
-    def measure_together(self, requests: Sequence[MeasureRequest]) -> list[Measurement]:
+    def measure_together(
+        self,
+        requests: Sequence[MeasureRequest],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> list[Measurement]:
         """Measure several configurations, their timed loops interleaved chunk by chunk.
 
         Each configuration goes through phases 1-6 on its own; then the steady-state
@@ -159,19 +188,51 @@ class Engine:
         and then their fed loops do, so drift on the machine slows all alike and
         their comparison is fair. The loop settings (caps, samples) are the first
         request's. A configuration that fails drops out; the others go on.
+        ``on_progress`` hears of each configuration's set-up and each turn of the loops.
         """
-        runs = [self._prepare(r) for r in requests]
+        runs = []
+        for i, r in enumerate(requests):
+            if on_progress is not None:
+                on_progress(Progress(i, f"setting up {r.config.label()}"))
+            runs.append(self.prepare(r))
         loop = requests[0].settings
-        compiles_before = self._compiles
+
+        def turn(n: int) -> None:
+            if on_progress is not None:
+                on_progress(Progress(None, f"timing {len(runs)} in turns, turn {n + 1}"))
+
         for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
-            self._time(runs, fed, loop, cap)
-        compiles = self._compiles - compiles_before
+            self._time(runs, fed, loop, cap, turn)
+        together = uuid.uuid4().hex if len(runs) > 1 else None
+        return self.finish(runs, together)
+
+    def prepare(self, request: MeasureRequest, fresh_process: bool = False) -> Run:
+        """Phases 1-6 for one configuration: a run ready to be timed (its chunks, by
+        :meth:`Run.warm` and :meth:`Run.chunk`), or a failed one. ``fresh_process``: it is
+        the only configuration this process measures (a fresh worker's)."""
+        run = self._prepare(request)
+        run.fresh_process = fresh_process
+        run.compiles_before_timing = self._compiles
+        return run
+
+    def finish(
+        self, runs: Sequence[Run], together: str | None, others: int | None = None
+    ) -> list[Measurement]:
+        """Phase 9 for timed runs (their loops' chunks set): each one's measurement.
+        ``together`` names the call that timed them in turns (``None``: alone), ``others``
+        how many configurations took turns with each (default: the rest of ``runs``).
+
+        Raises RuntimeError when a compile happened after the runs were prepared: the
+        timed loops call one AOT-compiled executable each, so none may."""
+        # Runs are prepared one after another: the last one's count is where timing began.
+        marks = [r.compiles_before_timing for r in runs if r.compiles_before_timing is not None]
+        started = max(marks, default=self._compiles)
+        compiles = self._compiles - started
         if compiles:
             raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
         out = []
-        together = uuid.uuid4().hex if len(runs) > 1 else None
         for run in runs:
-            run.interleaved_with = len(runs) - 1
+            run.interleaved_with = len(runs) - 1 if others is None else others
             run.interleave_id = together
             run.timing_compiles = compiles
             if run.failure is None:
@@ -248,7 +309,14 @@ class Engine:
         run.compile_cached = executable is not None
         if executable is None:
             path = Path(run.request.model_file)
-            executable = compile_step(workload, state, batch, path, lambda: self._compiles)
+            executable = compile_step(
+                workload,
+                state,
+                batch,
+                path,
+                lambda: self._compiles,
+                (lambda: self._cache_hits) if self._cache_dir is not None else None,
+            )
             self._executables[key] = executable
             while len(self._executables) > 16:
                 self._executables.popitem(last=False)
@@ -257,7 +325,14 @@ class Engine:
         run.peak_bytes, run.peak_bytes_source = executable.predicted_bytes, "predicted"
         return executable
 
-    def _time(self, runs: list[Run], fed: bool, settings: MeasureSettings, cap: float) -> None:
+    def _time(
+        self,
+        runs: list[Run],
+        fed: bool,
+        settings: MeasureSettings,
+        cap: float,
+        on_turn: Callable[[int], None] | None = None,
+    ) -> None:
         """Time one loop of every live run, interleaved; a run that fails drops out and
         the others are timed again without it."""
         while live := [r for r in runs if r.failure is None]:
@@ -265,7 +340,11 @@ class Engine:
             try:
                 guesses = [r.warm(fed) for r in live]
                 timed = time_interleaved(
-                    [functools.partial(r.chunk, fed=fed) for r in live], guesses, settings, cap
+                    [functools.partial(r.chunk, fed=fed) for r in live],
+                    guesses,
+                    settings,
+                    cap,
+                    on_turn,
                 )
             except ConfigFailure:
                 continue  # the failing run marked itself

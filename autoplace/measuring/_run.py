@@ -11,13 +11,11 @@ from typing import Any, Literal
 
 import jax
 
+from autoplace.machine import ChunkStats
 from autoplace.measurement import Measurement, Status
 from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
 from autoplace.measuring._timing import LoopTiming
 from autoplace.settings import MeasureRequest
-
-#: The JAX persistent compilation cache during a measurement: the engine turns it off.
-COMPILE_CACHE = "disabled"
 
 
 @dataclasses.dataclass(slots=True)
@@ -63,6 +61,12 @@ class Run:
     train: bool = False
     first_out: Any = None
     peak_before: int | None = None
+    #: What the machine and this process did over the run's own chunks.
+    stats: ChunkStats = dataclasses.field(default_factory=ChunkStats)
+    #: Whether the run is the only one its process measures (a fresh worker's).
+    fresh_process: bool = False
+    #: The engine's compile count when the run's timing began (see ``Engine``).
+    compiles_before_timing: int | None = None
 
     def chunk(self, k: int, fed: bool = False) -> float:
         """Run ``k`` steps (putting a fresh host batch on the device each step when
@@ -70,7 +74,7 @@ class Run:
         failure of the user's program, and raises it."""
         what = "running the fed steady-state loop" if fed else "running the steady-state loop"
         try:
-            with user_phase(what, Path(self.request.model_file)):
+            with self.stats.around(k), user_phase(what, Path(self.request.model_file)):
                 st, o = self.state, self.out
                 t0 = time.perf_counter()
                 for i in range(k):
@@ -136,11 +140,13 @@ class Run:
             timing_s=self.timing_s,
             reference_s=self.reference_s,
             timing_compiles=self.timing_compiles,
-            compile_cache=COMPILE_CACHE,
+            compile_cache=None if exe is None else exe.cache,
+            fresh_process=self.fresh_process,
             interleaved_with=self.interleaved_with,
             interleave_id=self.interleave_id,
             worker_start_s=None,
             wall_s=None,
+            **(self.stats.figures() if self.steps is not None else {}),
         )
 
     def _status(self) -> tuple[Status, str]:

@@ -86,6 +86,8 @@ class Executable:
     compute_dtypes: tuple[str, ...]
     flops: float | None
     predicted_bytes: int | None
+    #: JAX's persistent compilation cache for this compile: ``off``, ``miss`` or ``hit``.
+    cache: str = "off"
     #: The one figure set after the compile: kept in a small mutable holder so that the
     #: rest stays frozen. A reused executable's first call is not its first ever (that
     #: one may include lazy device set-up): the first ever is the one reported.
@@ -149,12 +151,19 @@ def transfer(
 
 
 def compile_step(
-    workload: Workload, state: Any, batch: Any, path: Path, compiles: Callable[[], int]
+    workload: Workload,
+    state: Any,
+    batch: Any,
+    path: Path,
+    compiles: Callable[[], int],
+    cache_hits: Callable[[], int] | None = None,
 ) -> Executable:
     """Phases 3-5: the step traced and lowered, compiled, and XLA's analyses of it.
 
-    ``compiles()`` counts the compiles XLA has done: one must happen here, or the
-    compile was a cache hit and ``compile_s`` would not be real.
+    ``compiles()`` counts the compiles XLA has done (a load from the persistent cache
+    counts): one must happen here. ``cache_hits()`` counts loads from JAX's persistent
+    compilation cache, when the engine uses one (``None``: it does not): a hit is reported
+    as such (:attr:`Executable.cache`), never as a fast compile.
     """
     train = workload.kind == "train"
 
@@ -171,12 +180,16 @@ def compile_step(
     lower_s = time.perf_counter() - t
     dtypes = compute_dtypes(lowered.as_text())
     compiles_before = compiles()
+    hits_before = cache_hits() if cache_hits is not None else 0
     t = time.perf_counter()
     with user_phase("compiling the step", path):
         compiled = lowered.compile()
     compile_s = time.perf_counter() - t
     if compiles() == compiles_before:
         raise RuntimeError("the step's compile was a cache hit, so compile_s is not real")
+    cache = "off"
+    if cache_hits is not None:
+        cache = "hit" if cache_hits() > hits_before else "miss"
     return Executable(
         compiled=compiled,
         lower_s=lower_s,
@@ -184,6 +197,7 @@ def compile_step(
         compute_dtypes=dtypes,
         flops=flops_of(compiled),
         predicted_bytes=predicted_bytes(compiled),
+        cache=cache,
     )
 
 

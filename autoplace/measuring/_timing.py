@@ -73,6 +73,7 @@ def time_interleaved(
     per_step_guesses: Sequence[float],
     settings: MeasureSettings,
     cap_s: float,
+    on_turn: Callable[[int], None] | None = None,
 ) -> list[list[float]]:
     """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
 
@@ -116,6 +117,8 @@ def time_interleaved(
         )
 
     while not enough(len(samples[0])):
+        if on_turn is not None:
+            on_turn(len(samples[0]))
         for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
             per_step = float(np.median(taken)) if taken else guess
             untimed, k = _chunk_sizes(per_step, settings, alone)

@@ -213,7 +213,7 @@ class _Lookup:
     def value(self, answer: Mapping[str, Any], source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
         pick, winner, notes = choose(answer, **self.limits)
-        runner = answer.get("runner_up") or {}
+        runner = answer.get("closest") or {}
         objective = answer.get("objective", {})
         return Recommendation(
             device=pick["device"],

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
-from autoplace.tuning import EQUIVALENT
 
 if TYPE_CHECKING:
     from autoplace.explaining import Explanation
@@ -94,8 +93,14 @@ class TuneProgress:
             description=f"{event.phase.value}: measuring {shown}{more}  {self._best}",
         )
 
+    def progress(self, line: str) -> None:
+        """What the measurement in flight is doing now (setting up which configuration,
+        which turn): shown on the live line, so a long compile or a hang is visible."""
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"{line}  {self._best}")  # type: ignore[arg-type]
+
     def wait(self, line: str) -> None:
-        """Another process on this machine is timing on the device: say so, then wait."""
+        """The tune waits (another process timing on the device, a busy machine): say so."""
         if self._progress is not None:
             self._progress.update(self._task, description=f"{line}  {self._best}")  # type: ignore[arg-type]
             return
@@ -157,6 +162,8 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
         "failed": {m.label(): r.reason for m, r in result.measurements.items() if r.status != "ok"},
         "ended_arms": doc["study"]["ended_arms"],
         "inaccurate_arms": doc["study"]["inaccurate_arms"],
+        "machine": doc.get("machine"),
+        "findings": doc.get("findings", []),
         "interrupted": result.interrupted,
         "out": str(result.out) if result.out else None,
     }
@@ -230,25 +237,13 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     console.print(
         f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
         f"{units.score(result.best.score, obj.unit)} "
-        f"({confirmation(len(result.best.votes), b.interleaved_with)})"
+        f"({confirmation(len(result.best.votes), b.fresh_process)})"
     )
     rec = result.document.get("recommendation", {})
-    runner = rec.get("runner_up")
-    if runner:
-        verdict = (
-            "a real difference"
-            if runner["significant"]
-            else "[yellow]within the measurement noise: treat them as equal[/]"
-        )
-        console.print(
-            f"margin over the runner-up ({runner['device']}, {runner['precision']}, batch "
-            f"{runner['batch_size']}): {units.percent(runner['margin'])} vs noise "
-            f"±{units.percent(runner['noise'])} — {verdict}"
-            + ("" if runner.get("confirmed", True) else " (its search figures, not confirmed)")
-        )
-    tie = within_noise(rec)
-    if tie:
-        console.print(tie)
+    closest = verdict_line(rec)
+    if closest:
+        console.print(closest, highlight=False)
+    findings_out(result.document.get("findings", []), console)
     if result.explanation is not None:
         # The verdict is said above; then the two sentences that say why.
         for sentence in result.explanation.sentences[1:3]:
@@ -263,23 +258,36 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"{what} to [bold]{result.out}[/]")
 
 
-#: Why a winner that does not score best can lead (see ``autoplace.tuning._verdict.preference``).
-PREFERENCE_TEXT = (
-    f"of those within {EQUIVALENT:.0%} of the best, autoplace picks float32 over lower "
-    "precisions, then the smaller batch"
-)
-
-
-def within_noise(rec: dict[str, Any]) -> str:
-    """The finalists the winner does not beat beyond the noise, in one line ('' if none)."""
-    tied = rec.get("within_noise") or []
-    if not tied:
+def verdict_line(rec: dict[str, Any]) -> str:
+    """The pick against the configuration closest to it, in one line ('' if none): how
+    many times faster, with its interval and verdict."""
+    closest = rec.get("closest") or rec.get("runner_up")  # (a version-2 file's)
+    if not closest:
         return ""
-    names = ", ".join(
-        f"{t['device']} {t['precision']} batch {t['batch_size']} ({_behind(t['margin'])})"
-        for t in tied
-    )
-    return f"[yellow]equal within the noise:[/] {names} — {PREFERENCE_TEXT}"
+    other = f"{closest['device']} batch={closest['batch_size']} {closest['precision']}"
+    if closest.get("width") is not None:
+        other += f" width={closest['width']}"
+    colour = {"faster": "green", "equal": "green"}.get(closest.get("verdict", ""), "yellow")
+    return f"[{colour}]against the closest:[/] {sentence(closest, other)}"
+
+
+def sentence(compared: dict[str, Any], other: str) -> str:
+    """A comparison of the file (``closest``, ``equivalent``) in words, as the tune said it."""
+    from autoplace.tuning import Comparison
+
+    fields = ("ratio", "low", "high", "verdict", "windows", "basis")
+    if not all(k in compared for k in fields):  # a file of schema 2: margin and noise only
+        margin, noise = compared.get("margin", 0.0), compared.get("noise", 0.0)
+        real = "a real difference" if compared.get("significant") else "within the noise"
+        return f"{units.percent(margin)} ahead (noise ±{units.percent(noise)}): {real}"
+    return Comparison(**{k: compared[k] for k in fields}).sentence(other)
+
+
+def findings_out(found: list[dict[str, Any]], console: Console) -> None:
+    """The findings of a file (``[[findings]]``), each its line, then its cause and fix."""
+    for f in found:
+        console.print(f"[yellow]finding:[/] {f['text']}", highlight=False, soft_wrap=True)
+        console.print(f"  [dim]{f['cause']}; {f['fix']}[/]", highlight=False, soft_wrap=True)
 
 
 def _spread_text(spread: float | None, chunks: int | None) -> str:
@@ -287,21 +295,12 @@ def _spread_text(spread: float | None, chunks: int | None) -> str:
     return "- (timed once)" if chunks == 1 else units.percent(spread)
 
 
-def _behind(margin: float) -> str:
-    """A runner's standing against the winner, from the winner's margin over it."""
-    return f"{units.percent(margin)} behind" if margin >= 0 else f"{units.percent(-margin)} ahead"
-
-
-def confirmation(votes: int, interleaved_with: int | None) -> str:
+def confirmation(windows: int, fresh: bool | None) -> str:
     """What a score rests on, in words."""
-    if not votes:
+    if not windows:
         return "search only, not confirmed"
-    if votes > 1:
-        return f"confirmed {votes} times, timed in turns, the last a duel"
-    if interleaved_with:
-        others = "finalist" if interleaved_with == 1 else "finalists"
-        return f"confirmed, timed in turns with {interleaved_with} other {others}"
-    return "confirmed, the only finalist"
+    where = "each finalist in a fresh process" if fresh else "in one process"
+    return f"confirmed in {windows} window{'s' if windows > 1 else ''}, {where}"
 
 
 def recommendation_report(doc: dict[str, Any], console: Console | None = None) -> None:
@@ -319,9 +318,9 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     table = Table(show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    basis = confirmation(len(fig.get("score_votes") or []), fig.get("interleaved_with"))
+    basis = confirmation(len(fig.get("score_votes") or []), fig.get("fresh_process"))
     for label, value in (
-        ("score", f"{units.score(fig.get('score'), obj.get('unit', ''))} ({basis})"),
+        ("score", units.score(fig.get("score"), obj.get("unit", ""))),
         ("steady step", units.seconds(fig.get("step_s"))),
         ("spread", _spread_text(fig.get("step_spread"), fig.get("step_samples"))),
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s"))),
@@ -334,17 +333,11 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     ):
         table.add_row(label, value)
     console.print(table)
-    runner = rec.get("runner_up")
-    if runner:
-        console.print(
-            f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
-            f"{_behind(runner['margin'])} (noise ±{units.percent(runner['noise'])}"
-            f"{'' if runner['significant'] else ', within noise'}"
-            f"{'' if runner.get('confirmed', True) else '; search figures, not confirmed'})"
-        )
-    tie = within_noise(rec)
-    if tie:
-        console.print(tie)
+    console.print(f"score {basis}", highlight=False)
+    closest = verdict_line(rec)
+    if closest:
+        console.print(closest, highlight=False)
+    findings_out(doc.get("findings", []), console)
     for alt in doc.get("alternatives", []):
         console.print(
             f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "
@@ -371,6 +364,7 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
     console = console or Console()
     for sentence in explanation.sentences:
         console.print(f"• {sentence}", highlight=False)
+    findings_out(list(explanation.findings), console)
     table = Table(title=f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
     for col in (
         "arm",

@@ -20,38 +20,55 @@ from autoplace.objectives import (
 )
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
-from autoplace.tuning._drift import corrected_scores
+from autoplace.tuning._drift import Effects, corrected_scores, fit_effects
 from autoplace.tuning._explain import StudyView, explain, fill_fit, read_study
 from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._loop import partial_path, tune
-from autoplace.tuning._margin import Comparison, Scored, lower_bound, margin
+from autoplace.tuning._margin import (
+    EQUIVALENT,
+    MIN_WINDOWS,
+    Comparison,
+    Noise,
+    Scored,
+    compare,
+    pooled_noise,
+)
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
 from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Phase, phase_settings
+from autoplace.tuning._quiet import BUSY_POLICIES, QUIET_WAIT_S, BusyPolicy, await_quiet
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
 from autoplace.tuning._verdict import (
-    EQUIVALENT,
+    CONFIRM_REACH,
     Standing,
-    finalists_to_confirm,
-    rank,
+    confirmation_window,
+    duel,
+    finalists,
     standing,
 )
 
 __all__ = [
+    "BUSY_POLICIES",
     "CONFIRM_CAP_S",
+    "CONFIRM_REACH",
     "DEFAULT_BATCH_SIZES",
     "DUEL_CAP_S",
     "EQUIVALENT",
     "MAX_GROUP",
+    "MIN_WINDOWS",
     "OBJECTIVES",
+    "QUIET_WAIT_S",
     "SEARCH_CAP_S",
+    "BusyPolicy",
     "Climb",
     "Comparison",
+    "Effects",
     "FitPoints",
     "Grid",
     "GroupEvent",
+    "Noise",
     "Objective",
     "Phase",
     "Scored",
@@ -62,19 +79,22 @@ __all__ = [
     "StudyView",
     "TrialEvent",
     "TuneResult",
+    "await_quiet",
     "build_document",
     "build_space",
+    "compare",
+    "confirmation_window",
     "corrected_scores",
+    "duel",
     "explain",
     "fill_fit",
-    "finalists_to_confirm",
+    "finalists",
+    "fit_effects",
     "latency",
-    "lower_bound",
     "make_objective",
-    "margin",
     "partial_path",
     "phase_settings",
-    "rank",
+    "pooled_noise",
     "read_study",
     "standing",
     "strategy_named",

@@ -18,6 +18,21 @@ from autoplace.tuning._verdict import Standing
 
 #: The ranked configurations an answer keeps, best first (a study attribute stays small).
 MAX_CANDIDATES = 64
+#: What an answer keeps of a configuration compared with the pick.
+_COMPARED = (
+    "device",
+    "batch_size",
+    "precision",
+    "width",
+    "ratio",
+    "low",
+    "high",
+    "verdict",
+    "windows",
+    "margin",
+    "noise",
+    "significant",
+)
 
 
 def build_answer(
@@ -27,7 +42,7 @@ def build_answer(
     ``standing`` and the explanation's ``sentences`` (the first two are kept as the why)."""
     objective = {k: v for k, v in document["objective"].items() if k != "description"}
     hardware = document["fingerprint"]["hardware"]
-    runner_up = document["recommendation"].get("runner_up")
+    closest = document["recommendation"].get("closest")
     return {
         "answer_schema": ANSWER_SCHEMA,
         "created": document["created"],
@@ -42,20 +57,12 @@ def build_answer(
         "study": {k: document["study"][k] for k in ("name", "storage")},
         "device_memory": document["search_space"]["device_memory"],
         "why": list(sentences[:2]),
-        "runner_up": None
-        if runner_up is None
-        else {
-            k: runner_up.get(k)
-            for k in (
-                "device",
-                "batch_size",
-                "precision",
-                "width",
-                "margin",
-                "noise",
-                "significant",
-            )
-        },
+        "closest": None if closest is None else {k: closest.get(k) for k in _COMPARED},
+        "equivalent": [
+            {k: e.get(k) for k in _COMPARED}
+            for e in document["recommendation"].get("equivalent", [])
+        ],
+        "findings": [f["text"] for f in document.get("findings", [])],
         "candidates": [_candidate(s) for s in standing.ranked[:MAX_CANDIDATES]],
     }
 

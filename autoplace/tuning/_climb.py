@@ -15,8 +15,8 @@ runs the steps in order and returns the first non-empty group (at most
 
 1. :func:`screen`: measure every arm at one start batch, together (for throughput,
    a third of the way down from the largest batch); an arm whose screen failed then
-   tries its smallest batch (the cheapest; a failure that shows there too, whatever the
-   batch, ends the arm).
+   tries its smallest batch (the cheapest; a failure that shows there too, at both ends
+   of the range, ends the arm).
 2. :func:`cover` (explores): measure the leader every second batch step (x4) across
    the whole range, and at both ends, smallest batches first (they are the cheapest).
 3. :func:`peaks`: measure the leader one batch step either side of every local
@@ -37,11 +37,12 @@ runs the steps in order and returns the first non-empty group (at most
 6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
 
-A failure (``None``: out of memory, too big, a timeout) at a batch rules out that
-batch and every larger one for that arm; arms whose failures do not depend on the
-batch size never reach the strategy (see ``_failures``). Which score is better is
-the objective's business (:meth:`Objective.key`, :meth:`Objective.gain`), so no step
-depends on the direction.
+A failure (``None``: out of memory, too big, a timeout, NaN) bounds its arm: below a
+batch that ran, it rules out that batch and every smaller one (tiny batches going
+non-finite); otherwise that batch and every larger one (see ``_failures.arm_bounds``).
+Arms that failed across their range never reach the strategy (``_failures.ended_arms``).
+Which score is better is the objective's business (:meth:`Objective.key`,
+:meth:`Objective.gain`), so no step depends on the direction.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from collections.abc import Iterable, Mapping
 
 from autoplace.config import Config
 from autoplace.objectives import Objective
+from autoplace.tuning._failures import arm_bounds
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 
@@ -129,8 +131,10 @@ class _View:
     """What is known, per arm, with batch sizes as indices into ``batches``. Read-only.
 
     ``table[arm]`` holds the arm's scores by batch index (in the order measured);
-    ``ceiling[arm]`` is the index of its smallest failed batch (``len(batches)`` if
-    none failed); ``taken`` is every configuration measured or being measured.
+    ``floor[arm]`` and ``ceiling[arm]`` bound the batches worth trying (see
+    :func:`._failures.arm_bounds`: a failure below a batch that ran is a floor, any other
+    a ceiling; ``-1`` and ``len(batches)`` when none); ``taken`` is every configuration
+    measured or being measured.
     """
 
     settings: Climb
@@ -139,6 +143,7 @@ class _View:
     start: int
     arms: tuple[Arm, ...]
     table: Mapping[Arm, Mapping[int, float]]
+    floor: Mapping[Arm, int]
     ceiling: Mapping[Arm, int]
     taken: frozenset[Config]
 
@@ -155,18 +160,23 @@ class _View:
         start = _start_index(settings.start_batch, batches, objective)
         arms = tuple(space.arms())
         table: dict[Arm, dict[int, float]] = {arm: {} for arm in arms}
-        ceiling = dict.fromkeys(arms, len(batches))
+        failed: dict[Arm, set[int]] = {arm: set() for arm in arms}
         for c, s in scores.items():
             arm = (c.device, c.precision, c.width)
             if arm not in table or c.batch_size not in batches:
                 continue
             i = batches.index(c.batch_size)
             if s is None:
-                ceiling[arm] = min(ceiling[arm], i)
+                failed[arm].add(i)
             else:
                 table[arm][i] = s
+        floor, ceiling = {}, {}
+        for arm in arms:
+            low, high = arm_bounds(table[arm].keys(), failed[arm])
+            floor[arm] = -1 if low is None else low
+            ceiling[arm] = len(batches) if high is None else high
         taken = frozenset(scores) | pending  # measured, or being measured
-        return cls(settings, objective, batches, start, arms, table, ceiling, taken)
+        return cls(settings, objective, batches, start, arms, table, floor, ceiling, taken)
 
     def taking(self, configs: Iterable[Config]) -> _View:
         """The same view with ``configs`` taken too (proposed, so not proposed again)."""
@@ -176,8 +186,11 @@ class _View:
         return Config(device=arm[0], batch_size=self.batches[i], precision=arm[1], width=arm[2])
 
     def free(self, arm: Arm, i: int) -> bool:
-        """Whether batch ``i`` exists, is below the arm's failures, and is not taken."""
-        return 0 <= i < self.ceiling[arm] and self.config(arm, i) not in self.taken
+        """Whether batch ``i`` exists, lies between the arm's floor and ceiling, and is not
+        taken."""
+        return max(0, self.floor[arm] + 1) <= i < self.ceiling[arm] and (
+            self.config(arm, i) not in self.taken
+        )
 
     def best(self, arm: Arm) -> tuple[int, float]:
         """The arm's best score and its batch index (the first measured, on a tie)."""

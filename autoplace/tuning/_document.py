@@ -11,8 +11,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from autoplace.findings import as_dict as finding_dict
 from autoplace.recommendation import SCHEMA_VERSION
 from autoplace.study import mask_url
+from autoplace.tuning._findings import findings
 from autoplace.tuning._margin import Comparison, Scored
 from autoplace.tuning._verdict import Standing
 
@@ -34,8 +36,10 @@ def build_document(
     sw: dict[str, Any],
     device_memory: Mapping[str, int | None] | None = None,
     explanation: Explanation | None = None,
+    if_busy: str = "warn",
 ) -> dict[str, Any]:
-    """The recommendation file's content (``[explanation]``: why the winner wins)."""
+    """The recommendation file's content (``[explanation]``: why the winner wins;
+    ``[machine]``: how busy it was; ``[[findings]]``)."""
     figures, best = standing.figures, standing.best
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -75,14 +79,27 @@ def build_document(
     }
     if explanation is not None:
         doc["explanation"] = explanation.as_dict()
+    if standing.interference is not None:
+        doc["machine"] = standing.interference.as_dict()
+    doc["findings"] = [finding_dict(f) for f in findings(standing, if_busy)]
     if best is None:
         return doc
-    if standing.runner_up is not None:
-        doc["recommendation"]["runner_up"] = _compared(*standing.runner_up)
-    tied = standing.within_noise
-    if tied:
-        # Finalists no finalist beats beyond the noise: the winner is the preferred one.
-        doc["recommendation"]["within_noise"] = [_compared(s, c) for s, c in tied]
+    rec = doc["recommendation"]
+    rec["windows"] = len(best.rounds)
+    if standing.noise is not None:
+        rec["noise"] = standing.noise.as_dict()
+    closest = standing.closest
+    if closest is not None:
+        rec["closest"] = _compared(*closest)
+    beaten = [(s, standing.comparisons[s.config]) for s in standing.ranked[1:]
+              if s.confirmed and s.config in standing.comparisons]  # fmt: skip
+    if beaten:
+        # The pick against every other confirmed finalist, on their windows.
+        rec["finalists"] = [_compared(s, c) for s, c in beaten]
+    equals = standing.equivalent
+    if equals:
+        # What the pick could not be told apart from (or is equal to beyond doubt).
+        rec["equivalent"] = [_compared(s, c) for s, c in equals]
     doc["alternatives"] = [
         placement(s)
         for d in space.devices
@@ -109,6 +126,7 @@ def placement(s: Scored) -> dict[str, Any]:
             "score": s.score,
             "score_votes": list(s.votes),
             "interleaved_with": m.interleaved_with,
+            "fresh_process": m.fresh_process,
             "step_s": m.step_s,
             "step_spread": m.step_spread,
             "step_samples": m.step_samples,
@@ -124,11 +142,17 @@ def placement(s: Scored) -> dict[str, Any]:
             "peak_bytes_source": m.peak_bytes_source,
             "flops": m.flops,
             "deviation_vs_float32": m.deviation_vs_float32,
+            "page_faults_per_step": m.page_faults_per_step,
+            "resident_bytes": m.resident_bytes,
+            "resident_growth_per_step": m.resident_growth_per_step,
         },
     }
 
 
 def _compared(s: Scored, comparison: Comparison) -> dict[str, Any]:
-    """Another configuration, without figures, and the winner's margin over it."""
+    """Another configuration, without figures, and how the pick compares with it: how many
+    times better the pick scores (``ratio``) and its interval (``low``, ``high``), the
+    ``verdict`` (``faster``, ``equal``, ``undecided``), the ``windows`` both were timed in
+    (0: search figures only)."""
     shown = {k: v for k, v in placement(s).items() if k != "figures"}
     return {**shown, "score": s.score, **comparison.as_dict()}

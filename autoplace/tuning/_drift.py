@@ -1,4 +1,5 @@
-"""One score per configuration from measurements taken at different times, drift removed.
+"""One score per configuration from measurements taken at different times, drift removed,
+and how well the measurements pin each comparison down.
 
 On a shared machine the same configuration measured twice, seconds apart, can score
 30% apart: other processes, clocks and caches come and go. Two configurations whose
@@ -6,7 +7,8 @@ timed loops take turns in one call (:meth:`autoplace.Backend.measure_together`) 
 the same drift, so their *ratio* holds steady even when their scores do not (on the
 2-core CI machine, a ratio's range over five repeats was a third to a fifth of a
 score's). The search therefore measures every new configuration together with one
-already known, and this module puts all those groups on one scale.
+already known, and the confirmation measures the finalists together in several
+*windows* (see :mod:`._verdict`); this module puts all those groups on one scale.
 
 The model, fitted by least squares on log scores::
 
@@ -17,12 +19,20 @@ configuration measured in several groups links them. A tiny ridge penalty on the
 drifts fixes what the data leave open: the common scale (scores keep their units)
 and the standing of a group that shares no configuration with the rest, which is
 taken at face value, as an unpaired measurement would be.
+
+What the model cannot explain, the residual, is how much a configuration's standing
+moves from one group to the next: the noise *between* windows, which the spread of the
+turns inside one window does not show (:class:`Effects` keeps it, with its degrees of
+freedom, and the covariance of the effects, so that a comparison gets an interval).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Sequence
+
+import numpy as np
 
 #: Weight pulling each group's drift towards zero: small enough to bias no comparison
 #: the groups link (by under a tenth of a percent for drifts of 50%), large enough to
@@ -30,37 +40,107 @@ from collections.abc import Hashable, Sequence
 RIDGE = 1e-3
 
 
+@dataclasses.dataclass(frozen=True)
+class Effects:
+    """The fitted model: each key's effect (log score) and what the fit says of its noise.
+
+    Attributes:
+        keys: the keys fitted, in the order first observed.
+        effects: each key's log score, drift removed.
+        covariance: the effects' covariance in units of the residual variance (multiply by
+            :attr:`variance`): two keys no group links differ by a huge variance, so that
+            no comparison between them is ever called certain.
+        residual: the sum of squared residuals (log units) over the observations.
+        df: the residual's degrees of freedom: observations less the parameters they
+            determine (0: every observation fits exactly, the noise is unknown).
+        groups: the groups each key was observed in (``None``-grouped observations each
+            form a group of their own).
+    """
+
+    keys: tuple[Hashable, ...]
+    effects: np.ndarray
+    covariance: np.ndarray
+    residual: float
+    df: int
+    groups: dict[Hashable, frozenset[Hashable]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    @property
+    def _index(self) -> dict[Hashable, int]:
+        return {k: i for i, k in enumerate(self.keys)}
+
+    def score(self, key: Hashable) -> float:
+        """The key's score, drift removed, in the units of the scores."""
+        return float(math.exp(self.effects[self._index[key]]))
+
+    def scores(self) -> dict[Hashable, float]:
+        return {k: float(math.exp(e)) for k, e in zip(self.keys, self.effects, strict=True)}
+
+    @property
+    def variance(self) -> float | None:
+        """The residual variance (log units), or ``None`` with no degree of freedom."""
+        return self.residual / self.df if self.df > 0 else None
+
+    def difference(self, a: Hashable, b: Hashable) -> tuple[float, float]:
+        """``effect(a) - effect(b)`` (a log ratio of scores) and its variance in units of
+        the residual variance."""
+        i, j = self._index[a], self._index[b]
+        c = self.covariance
+        return float(self.effects[i] - self.effects[j]), float(c[i, i] + c[j, j] - 2 * c[i, j])
+
+    def shared_groups(self, a: Hashable, b: Hashable) -> frozenset[Hashable]:
+        """The groups both keys were observed in: where they were timed in turns."""
+        return self.groups.get(a, frozenset()) & self.groups.get(b, frozenset())
+
+
+def fit_effects(
+    observations: Sequence[tuple[Hashable, Hashable | None, float]], ridge: float = RIDGE
+) -> Effects:
+    """Fit ``log score = effect(key) + drift(group)`` to ``(key, group, score)`` triples.
+
+    ``group`` is shared by measurements timed together, ``None`` for one measured alone.
+    Scores that are not positive and finite are left out.
+    """
+    obs = [(k, g, s) for k, g, s in observations if s > 0 and math.isfinite(s)]
+    keys = tuple(dict.fromkeys(k for k, _, _ in obs))
+    col = {k: i for i, k in enumerate(keys)}
+    group_col: dict[Hashable, int] = {}
+    seen: dict[Hashable, set[Hashable]] = {k: set() for k in keys}
+    rows = []
+    for n, (k, g, _) in enumerate(obs):
+        label = ("alone", n) if g is None else ("group", g)
+        rows.append((col[k], len(keys) + group_col.setdefault(label, len(group_col))))
+        seen[k].add(label if g is None else g)
+    p = len(keys) + len(group_col)
+    a = np.zeros((len(obs), p))
+    for r, (i, j) in enumerate(rows):
+        a[r, i] = a[r, j] = 1.0
+    y = np.log([s for _, _, s in obs]) if obs else np.zeros(0)
+    penalty = np.zeros((p, p))
+    penalty[len(keys) :, len(keys) :] = ridge * np.eye(len(group_col))
+    normal = a.T @ a + penalty
+    inverse = np.linalg.inv(normal) if p else np.zeros((0, 0))
+    fit = inverse @ a.T @ y if p else np.zeros(0)
+    residual = float(np.sum((y - a @ fit) ** 2)) if obs else 0.0
+    rank = int(np.linalg.matrix_rank(a)) if obs else 0
+    return Effects(
+        keys=keys,
+        effects=fit[: len(keys)],
+        covariance=inverse[: len(keys), : len(keys)],
+        residual=residual,
+        df=len(obs) - rank,
+        groups={k: frozenset(v) for k, v in seen.items()},
+    )
+
+
 def corrected_scores(
     observations: Sequence[tuple[Hashable, Hashable | None, float]], ridge: float = RIDGE
 ) -> dict[Hashable, float]:
-    """Each key's score with the drift between groups removed.
+    """Each key's score with the drift between groups removed (see :func:`fit_effects`).
 
-    Args:
-        observations: ``(key, group, score)`` triples, score positive; ``group`` is
-            shared by measurements timed together, ``None`` for one measured alone.
-        ridge: how strongly a group's drift is pulled towards zero.
-
-    Returns:
-        The fitted score per key, in the units of the scores. A key observed only
-        alone, never linked to another, keeps the geometric mean of its scores.
+    Returns the fitted score per key, in the units of the scores. A key observed only
+    alone, never linked to another, keeps the geometric mean of its scores.
     """
-    import numpy as np
-
-    obs = [(k, g, s) for k, g, s in observations if s > 0 and math.isfinite(s)]
-    if not obs:
-        return {}
-    keys = list(dict.fromkeys(k for k, _, _ in obs))
-    groups: dict[Hashable, int] = {}
-    col = {k: i for i, k in enumerate(keys)}
-    rows = []
-    for n, (k, g, _) in enumerate(obs):
-        g = ("alone", n) if g is None else ("group", g)
-        rows.append((col[k], len(keys) + groups.setdefault(g, len(groups))))
-    a = np.zeros((len(obs) + len(groups), len(keys) + len(groups)))
-    for r, (i, j) in enumerate(rows):
-        a[r, i] = a[r, j] = 1.0
-    for j in range(len(groups)):
-        a[len(obs) + j, len(keys) + j] = math.sqrt(ridge)
-    y = np.concatenate([np.log([s for _, _, s in obs]), np.zeros(len(groups))])
-    fit = np.linalg.lstsq(a, y, rcond=None)[0]
-    return {k: float(math.exp(fit[col[k]])) for k in keys}
+    return fit_effects(observations, ridge).scores()

@@ -12,6 +12,7 @@ from typing import Any
 from autoplace import recommendation
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
+from autoplace.findings import as_dict as finding_dict
 from autoplace.objectives import make_objective
 from autoplace.study import (
     History,
@@ -22,6 +23,7 @@ from autoplace.study import (
     normalize_url,
     open_storage,
 )
+from autoplace.tuning._findings import findings
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing, standing
 
@@ -132,6 +134,9 @@ def read_study(
         "device_memory", {}
     )
     explanation = explain_standing(now, space=space, device_memory=memory, margin=margin)
+    explanation = dataclasses.replace(
+        explanation, findings=tuple(finding_dict(f) for f in findings(now))
+    )
     return StudyView(name, now, space, explanation, memory)
 
 

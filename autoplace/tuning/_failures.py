@@ -1,69 +1,84 @@
-"""Failures that speak for a whole arm, not for one batch size.
+"""Failures: where they bound an arm's batch sizes, and when they speak for the whole arm.
 
-An arm is a (device, precision, width). Most failures belong to one batch size:
-out of memory, predicted too big, a timeout at a large batch; they cap the arm
-(the strategies measure no larger batch of it). Some do not depend on the batch
-size at all, and measuring the arm again at every other batch would only repeat
-them, at the cost of a build, a compile or a timeout each time. Those *end* the arm,
-with one recorded reason:
+An arm is a (device, precision, width). Most failures belong to a range of batch sizes,
+not to the arm. Large batches run out of memory, are predicted too big, time out, or meet
+an error only they meet (a shape limit); tiny ones go non-finite (BatchNorm's variance
+over a batch of one or two, a loss over too few samples). So a failure *bounds* the arm
+(:func:`arm_bounds`): below a batch size that ran, it is a floor (the search goes up);
+otherwise a ceiling (the search goes down). A hang caps its arm after one timeout.
 
-* an error while building the workload or tracing and lowering its step (the code
-  or the precision, not the batch, is at fault: a dtype mismatch, an NNX trace
-  error at float16);
-* output that is not finite (NaN or inf) at two batch sizes (float16 overflowing,
-  an optimiser's epsilon underflowing);
-* a timeout at the arm's smallest batch size, where the step is cheapest.
+Only a failure seen across the arm's range *ends* it (:func:`ended_arms`): it failed at
+its smallest batch and in the upper half of its range (the screen's batch), and ran at
+none. That is where a failure that does not depend on the batch size shows (a dtype
+mismatch, float16 overflowing everywhere), at the cost of two tries.
 
 And a lower precision whose output strays too far from float32's (the
-``deviation_vs_float32`` of a finalist, over ``max_deviation``) is never
-recommended, however fast: :func:`inaccurate_arms`.
+``deviation_vs_float32`` of a finalist, over ``max_deviation``) is never recommended,
+however fast: :func:`inaccurate_arms`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.tuning._space import Arm, Space, arm_of
 
-#: How a reason for an error of the configuration's own code begins when the batch
-#: size plays no part in it (see ``autoplace.measuring._setup``).
-_BATCH_FREE_ERRORS = ("building the workload raised", "tracing and lowering the step raised")
-#: Non-finite outputs at this many batch sizes end an arm.
-NONFINITE_LIMIT = 2
 #: The largest relative deviation from float32 a recommended lower precision may show
 #: (``--max-deviation``; docs/search.md says why this value, for training and inference).
 DEFAULT_MAX_DEVIATION = 0.05
 
 
+def arm_bounds(ran: Collection[int], failed: Collection[int]) -> tuple[int | None, int | None]:
+    """``(floor, ceiling)`` of an arm's batch sizes, from those that ``ran`` and those that
+    ``failed``: a failure below a batch that ran is a floor, any other a ceiling. Batches at
+    or below the floor, and at or above the ceiling, are not worth trying (``None``: no
+    bound)."""
+    top = max(ran, default=None)
+    floor = max((b for b in failed if top is not None and b < top), default=None)
+    ceiling = min((b for b in failed if top is None or b > top), default=None)
+    return floor, ceiling
+
+
 def ended_arms(figures: Mapping[Config, Measurement], space: Space) -> dict[Arm, str]:
     """The arms of ``space`` that ``figures`` show to be over, and why, in a few words
-    (e.g. ``NaN or inf at batch 8 and 16``)."""
+    (e.g. ``NaN or inf at batch 1 and 256, and it ran at none``)."""
     failures: dict[Arm, list[Measurement]] = {}
+    ran: set[Arm] = set()
     for c, m in sorted(figures.items(), key=lambda cm: cm[0].batch_size):
-        if c in space and m.status != "ok":
+        if c not in space:
+            continue
+        if m.status == "ok":
+            ran.add(arm_of(c))
+        else:
             failures.setdefault(arm_of(c), []).append(m)
+    batches = space.batch_sizes
+    upper = batches[(len(batches) - 1) // 2]
     ended = {}
     for arm, failed in failures.items():
-        reason = _why_ended(failed, space.batch_sizes[0])
-        if reason:
-            ended[arm] = reason
+        tried = [m.batch_size for m in failed]
+        if arm not in ran and batches[0] in tried and max(tried) >= upper:
+            ended[arm] = _why(failed)
     return ended
 
 
-def _why_ended(failed: list[Measurement], smallest: int) -> str | None:
-    """Why these failures of one arm (by batch size) end it, or ``None`` if they don't."""
-    for m in failed:
-        if m.status == "error" and m.reason.startswith(_BATCH_FREE_ERRORS):
-            return f"error at batch {m.batch_size}: {m.reason}"
-    nonfinite = [m.batch_size for m in failed if m.status == "nonfinite"]
-    if len(nonfinite) >= NONFINITE_LIMIT:
-        batches = ", ".join(map(str, nonfinite[:-1])) + f" and {nonfinite[-1]}"
-        return f"NaN or inf at batch {batches}"
-    if any(m.status == "timeout" and m.batch_size == smallest for m in failed):
-        return f"timed out at batch {smallest}, its smallest"
-    return None
+def _why(failed: list[Measurement]) -> str:
+    """The failures of an arm that ran nowhere, in a few words."""
+    kinds = {
+        "nonfinite": "NaN or inf",
+        "oom": "out of memory",
+        "too_big": "predicted too big",
+        "timeout": "timed out",
+        "crash": "crashed",
+        "error": "an error",
+    }
+    first = failed[0]
+    batches = [str(m.batch_size) for m in failed]
+    where = batches[0] if len(batches) == 1 else ", ".join(batches[:-1]) + f" and {batches[-1]}"
+    what = kinds.get(first.status, first.status)
+    reason = f": {first.reason}" if first.status in ("error", "crash") and first.reason else ""
+    return f"{what} at batch {where}, across its range{reason}"
 
 
 def inaccurate_arms(

@@ -39,8 +39,15 @@ from autoplace.devices import DeviceInfo
 from autoplace.errors import StorageError, StorageFaultError
 from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
+from autoplace.findings import as_dict as finding_dict
 from autoplace.measurement import Measurement
-from autoplace.measuring import Backend, SubprocessBackend, resolve_workload, timing_lock
+from autoplace.measuring import (
+    Backend,
+    Progress,
+    SubprocessBackend,
+    resolve_workload,
+    timing_lock,
+)
 from autoplace.objectives import Objective, make_objective
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.study import (
@@ -58,15 +65,17 @@ from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
+from autoplace.tuning._findings import findings
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
 from autoplace.tuning._phases import Phase, phase_settings
+from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet, check_policy
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import Strategy
 from autoplace.tuning._verdict import (
     Standing,
+    confirmation_window,
     duel,
-    finalists_to_confirm,
     incumbent,
     standing,
 )
@@ -117,10 +126,13 @@ def tune(
     confirm: int = 4,
     strategy: Strategy | None = None,
     settings: MeasureSettings | None = None,
+    if_busy: BusyPolicy = "warn",
+    quiet_wait: float = QUIET_WAIT_S,
     backend: Backend | None = None,
     on_trial: Callable[[TrialEvent], None] | None = None,
     on_group: Callable[[GroupEvent], None] | None = None,
     on_wait: Callable[[str], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> TuneResult:
     """Search placements of a model file's workload and write the recommendation to ``out``.
 
@@ -129,17 +141,17 @@ def tune(
     flight finishes). The search measures quickly (see :mod:`._phases`), each group
     with the best configuration so far, and scores every configuration on all those
     groups with the drift between them fitted out (:mod:`._drift`). Then up to
-    ``confirm`` finalists are measured again together and compared turn by turn, and
-    a duel settles what that leaves open (:mod:`._verdict`). ``on_group`` hears of each
-    group before it is measured, ``on_trial`` of each result, ``on_wait`` (a line) when
-    another process on this machine is timing on the same device and the tune waits for
-    it (:func:`autoplace.measuring.timing_lock`). A KeyboardInterrupt ends
-    the search early: the result has ``interrupted=True``, everything measured is in
-    the study, and the pick so far goes next to ``out`` (see :func:`partial_path`),
-    never over a finished one. See the README for each option.
-
-    (Over 80 lines for its signature alone: one keyword per option of ``autoplace
-    tune``, so that the CLI, launchers and tests make the same call.)
+    ``confirm`` finalists are confirmed in windows, each in a fresh process of its own,
+    and the verdict rests on those windows (:mod:`._verdict`). ``if_busy`` says what to
+    do on a busy machine (``warn``, ``wait`` up to ``quiet_wait`` seconds, ``refuse``:
+    :mod:`._quiet`). ``on_group`` hears of each group before it is measured, ``on_trial``
+    of each result, ``on_progress`` (a line) what a measurement is doing now (setting up
+    which configuration, which turn), ``on_wait`` (a line) when the tune waits: for
+    another process timing on the same device (:func:`autoplace.measuring.timing_lock`)
+    or for quiet. A KeyboardInterrupt, wherever it lands, ends the search early: the
+    result has ``interrupted=True``, everything measured is in the study, and the pick so
+    far goes next to ``out`` (see :func:`partial_path`), never over a finished one. See
+    the README for each option.
     """
     obj = (
         objective
@@ -148,6 +160,8 @@ def tune(
     )
     for option, value in zip(_BOUNDS, (trials, timeout, max_memory, max_deviation), strict=True):
         check_positive(option, value)
+    check_positive("--quiet-wait", quiet_wait)
+    if_busy = check_policy(if_busy)
     if out is not None:  # before any measurement: a late failure would waste them
         check_writable(out, "the recommendation (--out)")
         check_writable(partial_path(out), "the recommendation (--out)")
@@ -206,32 +220,45 @@ def tune(
             on_group,
             max_deviation,
             on_wait,
+            on_progress,
+            if_busy,
+            quiet_wait,
         )
         final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
-        explanation = explain_standing(final, space=space, device_memory=memory)
-        document = build_document(
-            objective=obj,
-            space=space,
-            standing=final,
-            study_name=name,
-            storage_url=url,
-            workload=identity["workload"],
-            hw=identity["hardware"],
-            sw=identity["software"],
-            device_memory=memory,
-            explanation=explanation,
-        )
-        answer = None
-        if final.best is not None and not interrupted:
-            # What autoplace picked and why, for people reading the study in Optuna's tools,
-            # and the compact answer a launcher's autoplace.recommend() finds there.
-            log.mark_pick(final.best.config, final.best.score)
-            log.annotate(
-                _note(explanation),
-                lambda: throughput_figure(explanation, list(final.figures.values())),
+
+        def written_up() -> tuple[Explanation, dict[str, Any]]:
+            explanation = _explained(final, space, memory, if_busy)
+            return explanation, build_document(
+                objective=obj,
+                space=space,
+                standing=final,
+                study_name=name,
+                storage_url=url,
+                workload=identity["workload"],
+                hw=identity["hardware"],
+                sw=identity["software"],
+                device_memory=memory,
+                explanation=explanation,
+                if_busy=if_busy,
             )
-            answer = build_answer(document, final, explanation.sentences)
-            log.save_answer(answer)
+
+        try:
+            explanation, document = written_up()
+            answer = None
+            if final.best is not None and not interrupted:
+                # What autoplace picked and why, for people reading the study in Optuna's
+                # tools, and the compact answer a launcher's autoplace.recommend() finds there.
+                log.mark_pick(final.best.config, final.best.score)
+                log.annotate(
+                    _note(explanation),
+                    lambda: throughput_figure(explanation, list(final.figures.values())),
+                )
+                answer = build_answer(document, final, explanation.sentences)
+                log.save_answer(answer)
+        except KeyboardInterrupt:
+            # After the measuring: the study has them all; the pick so far is still written.
+            interrupted, answer = True, None
+            explanation, document = written_up()
     written = _write(out, document, interrupted) if out is not None and final.best else None
     return TuneResult(
         name,
@@ -263,54 +290,95 @@ class _Loop:
     on_group: Callable[[GroupEvent], None] | None = None
     max_deviation: float | None = None
     on_wait: Callable[[str], None] | None = None
+    on_progress: Callable[[str], None] | None = None
+    if_busy: BusyPolicy = "warn"
+    quiet_wait: float = QUIET_WAIT_S
 
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
-        final standing, the number of new measurements, and whether interrupted."""
-        new, waiting = 0, False
-        while True:
-            history = self.log.history().only(self.space.__contains__)
-            now = standing(history, self.objective, self.space, self.max_deviation)
-            phase, group, reference = self.next_group(now, history, budget.room(new))
-            if not group and history.pending and budget.room(new) > 0:
-                # Nothing left but what other workers are measuring right now: wait for
-                # their results (a dead worker's are reclaimed), then judge again.
-                if self.on_wait is not None and not waiting:
-                    self.on_wait(
-                        f"waiting: another worker is measuring {len(history.pending)} "
-                        "configuration(s) of this study"
-                    )
-                waiting = True
-                time.sleep(PENDING_POLL_S)
-                continue
-            waiting = False
-            if not group:
-                return now, new, False
-            tickets = self.log.claim(self.log.begin(group, phase.stored, reference), phase.stored)
-            group = [t.config for t in tickets]
-            if not group:  # all of it claimed by other workers first: judge again shortly
-                time.sleep(PENDING_POLL_S)
-                continue
-            if self.on_group is not None:
-                self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
-            try:
+        final standing, the number of new measurements, and whether interrupted (a
+        KeyboardInterrupt anywhere in the loop: the group in flight is marked interrupted,
+        so that a resume measures it again, and everything finished is kept)."""
+        new, waiting, now = 0, False, None
+        tickets: list[Ticket] = []
+        looked = False
+        try:
+            while True:
+                history = self.log.history().only(self.space.__contains__)
+                now = standing(history, self.objective, self.space, self.max_deviation)
+                phase, group, reference = self.next_group(now, history, budget.room(new))
+                if not group and history.pending and budget.room(new) > 0:
+                    # Nothing left but what other workers are measuring right now: wait for
+                    # their results (a dead worker's are reclaimed), then judge again.
+                    if self.on_wait is not None and not waiting:
+                        self.on_wait(
+                            f"waiting: another worker is measuring {len(history.pending)} "
+                            "configuration(s) of this study"
+                        )
+                    waiting = True
+                    time.sleep(PENDING_POLL_S)
+                    continue
+                waiting = False
+                if not group:
+                    return now, new, False
+                if phase is not Phase.SEARCH or not looked:
+                    # The verdict's windows (and the tune's start) wait for quiet, or refuse.
+                    await_quiet(self.if_busy, self.quiet_wait, self.on_wait)
+                    looked = True
+                tickets = self.log.claim(
+                    self.log.begin(group, phase.stored, reference), phase.stored
+                )
+                group = [t.config for t in tickets]
+                if not group:  # all of it claimed by other workers first: judge again shortly
+                    time.sleep(PENDING_POLL_S)
+                    continue
+                if self.on_group is not None:
+                    self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
                 with (
                     self.log.keep_alive(tickets),
                     timing_lock([c.device for c in group], self.on_wait),
                 ):
-                    results = self.backend.measure_together(self.requests(group, phase))
-            except KeyboardInterrupt:
-                self.backend.close()
+                    results = self._measure(group, phase)
+                self._record(tickets, results)
+                tickets = []
+                new += len(results)
+                if self.on_trial is not None:
+                    found = list(zip(group, results, strict=True))
+                    self._tell(history.plus(phase.stored, found), results, new, budget, phase)
+        except KeyboardInterrupt:
+            self.backend.close()
+            if tickets:
                 self.log.abandon(tickets, interrupted=True)
-                return now, new, True
-            except BaseException:
+            return self._standing_now(now), new, True
+        except BaseException:
+            if tickets:
                 self.log.abandon(tickets, interrupted=False)
-                raise
-            self._record(tickets, results)
-            new += len(results)
-            if self.on_trial is not None:
-                found = list(zip(group, results, strict=True))
-                self._tell(history.plus(phase.stored, found), results, new, budget, phase)
+            raise
+
+    def _standing_now(self, last: Standing | None) -> Standing:
+        """The standing after an interrupt: of everything recorded (a group may have been
+        recorded since ``last``), else ``last`` if the study cannot be read now."""
+        try:
+            history = self.log.history().only(self.space.__contains__)
+        except StorageError:
+            history = None
+        if history is None:
+            return last or standing(History(), self.objective, self.space, self.max_deviation)
+        return standing(history, self.objective, self.space, self.max_deviation)
+
+    def _measure(self, group: Sequence[Config], phase: Phase) -> list[Measurement]:
+        """The group measured as its phase asks: the search in the shared worker, a
+        confirmation or a duel window each configuration in a fresh process of its own."""
+        requests = self.requests(group, phase)
+
+        def progress(p: Progress) -> None:
+            if self.on_progress is not None:
+                shown = p.what if p.index is None else f"{phase.value}: {p.what}"
+                self.on_progress(shown)
+
+        if phase is Phase.SEARCH:
+            return self.backend.measure_together(requests, progress)
+        return self.backend.measure_fresh(requests, progress)
 
     def _record(self, tickets: Sequence[Ticket], results: Sequence[Measurement]) -> None:
         """Keep each result in the study. When the storage fails for good (the log retried
@@ -342,11 +410,11 @@ class _Loop:
             return Phase.SEARCH, [reference, *group][:room], reference
         if group:
             return Phase.SEARCH, group[:room], None
-        group = finalists_to_confirm(
-            now.searched, history.confirmed, self.objective, self.confirm, pending
-        )
+        group = confirmation_window(now, history.confirmed, self.confirm, pending)
         if group:
             return Phase.CONFIRM, group[:room], None
+        if self.confirm <= 0:
+            return Phase.DUEL, [], None
         group = duel(now)
         if pending.intersection(group):
             return Phase.DUEL, [], None  # another worker is dueling them: wait for its result
@@ -370,6 +438,15 @@ class _Loop:
 
     def _score(self, m: Measurement) -> float | None:
         return self.objective.score(m) if m.status == "ok" else None
+
+
+def _explained(
+    final: Standing, space: Space, memory: dict[str, int | None], if_busy: str
+) -> Explanation:
+    """The standing's explanation, with its findings."""
+    explanation = explain_standing(final, space=space, device_memory=memory)
+    found = tuple(finding_dict(f) for f in findings(final, if_busy))
+    return dataclasses.replace(explanation, findings=found)
 
 
 def _note(explanation: Explanation) -> str:

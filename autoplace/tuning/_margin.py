@@ -1,24 +1,55 @@
-"""How far one configuration beats another, and whether that is real: scores with their
-votes (:class:`Scored`), and the comparison, paired turn by turn where the two were
-timed in turns (:func:`margin`: a sign test on the per-turn ratios, which cancels drift).
+"""How far one configuration beats another, with an interval that holds minutes later.
+
+A configuration's score is only as good as the windows it was measured in. Inside one
+window (one call that times several configurations in turns) the turns agree far more
+than two windows a minute apart do: other processes come and go, clocks change, and a
+process's allocator settles differently each time it starts. So a comparison rests on
+*windows*, not turns:
+
+* the scores of each window are put on one scale by the effects model of
+  :mod:`._drift` (``log score = effect(config) + drift(window)``), whose residual is
+  how much the configurations' standing moves from one window to the next;
+* that residual variance is pooled with the search's own residual, which rests on many
+  more windows, never below what the windows showed, nor a floor (:data:`NOISE_FLOOR`,
+  about what a quiet machine showed minutes later in other processes): a :class:`Noise`;
+* a comparison's interval is Student's t over that noise, two-sided at ``1 - ALPHA``,
+  Bonferroni-corrected for the number of comparisons made at once;
+* its verdict (:class:`Comparison`): ``faster`` only when the whole interval is above 1,
+  the two shared at least :data:`MIN_WINDOWS` windows and the difference has the same
+  sign in every one of them; ``ahead`` when the interval is above 1 but that is not
+  shown (one window, the search's figures, a window where it reversed): ahead here, not
+  shown to hold minutes later; ``equal`` only when the whole interval lies within
+  ``1 ± EQUIVALENT``; otherwise ``undecided``: they cannot be told apart here.
+  (``behind`` and ``slower`` are ``ahead`` and ``faster`` the other way round.)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Literal
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
+from autoplace.tuning._drift import Effects
 
-#: The one-sided level at which a finalist must beat another to count as faster.
-SIGNIFICANCE = 0.05
-#: Turns (chunks timed in turns) needed before two finalists are compared turn by turn.
-MIN_TURNS = 5
+#: Two-sided level of every interval, before the correction for several comparisons.
+ALPHA = 0.05
+#: Two configurations whose ratio's whole interval lies within ``1 ± EQUIVALENT`` are
+#: *equal*: of equals, the preferred one wins (float32, then the smaller batch).
+EQUIVALENT = 0.02
+#: Independent windows two configurations must share before one is called faster.
+MIN_WINDOWS = 2
+#: The least noise (log units, per window's score) the verdict assumes, however quiet the
+#: windows looked: minutes later, in other processes, a ratio moves by about this much
+#: on a quiet machine (benchmarks/README.md, the verdict benchmark).
+NOISE_FLOOR = 0.015
+#: The most degrees of freedom the search's residual lends the confirmation's noise.
+PRIOR_DF = 8
+
+Verdict = Literal["faster", "ahead", "equal", "undecided", "behind", "slower"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,9 +58,8 @@ class Scored:
 
     measurement: Measurement
     score: float
-    #: For a confirmed configuration, the scores of its confirmations (usually one: the
-    #: finalists measured together; two after a duel), oldest first; empty when not
-    #: confirmed. ``score`` is then theirs with the drift between them fitted out.
+    #: For a confirmed configuration, its score in each confirmation window, oldest first;
+    #: empty when not confirmed. ``score`` is then its effect in the windows' fit.
     votes: tuple[float, ...] = ()
     #: The confirmations themselves, oldest first (``measurement`` is the latest).
     rounds: tuple[Measurement, ...] = ()
@@ -50,77 +80,211 @@ class Scored:
 
 
 @dataclasses.dataclass(frozen=True)
-class Comparison:
-    """How far one configuration beats another, and whether that is real.
+class Noise:
+    """The noise of one window's log score, as the verdict uses it.
 
     Attributes:
-        margin: how much better the first scores, as a fraction (negative: worse).
-        noise: how far the margin may be off: below it, the difference is noise.
-        significant: whether the first beats the second beyond the noise.
-        basis: what the comparison rests on (``paired over N turns`` or ``scores``).
+        sigma: its standard deviation (log units: 0.05 is about 5%).
+        df: the degrees of freedom it rests on (the windows' own and the prior's).
+        windows_sigma: what the windows alone show (``None``: too few to tell).
+        prior_sigma: what the search's windows show (``None``: too few).
     """
 
-    margin: float
-    noise: float
-    significant: bool
-    basis: str
+    sigma: float
+    df: float
+    windows_sigma: float | None = None
+    prior_sigma: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def lower_bound(values: Sequence[float], alpha: float) -> float:
-    """A one-sided ``1 - alpha`` lower confidence bound for the median of ``values``
-    (the sign test's order statistic: assumes nothing about their distribution);
-    ``-inf`` when there are too few values for one."""
-    n, ordered = len(values), sorted(values)
-    k, below = 0, 0.0
-    while k < n and below + math.comb(n, k) / 2**n <= alpha:  # P(Binomial(n, 1/2) <= k)
-        below += math.comb(n, k) / 2**n
-        k += 1
-    return ordered[k - 1] if k else -math.inf
+def pooled_noise(windows: Effects | None, prior: Effects | None) -> Noise:
+    """The noise of a window's score: the windows' own residual variance pooled with the
+    search's (at most :data:`PRIOR_DF` degrees of freedom of it), or the windows' own where
+    that is larger (a prior never talks down what the windows showed), never below
+    :data:`NOISE_FLOOR`. With no degree of freedom at all, one is assumed: the interval is
+    then very wide, as it should be."""
+    own_var = windows.variance if windows is not None else None
+    own_df = windows.df if own_var is not None and windows is not None else 0
+    prior_var = prior.variance if prior is not None else None
+    prior_df = min(prior.df, PRIOR_DF) if prior_var is not None and prior is not None else 0
+    total = own_df + prior_df
+    pooled = ((own_var or 0.0) * own_df + (prior_var or 0.0) * prior_df) / total if total else 0.0
+    return Noise(
+        sigma=max(math.sqrt(max(pooled, own_var or 0.0)), NOISE_FLOOR),
+        df=float(max(total, 1)),
+        windows_sigma=None if own_var is None else math.sqrt(own_var),
+        prior_sigma=None if prior_var is None else math.sqrt(prior_var),
+    )
 
 
-def margin(objective: Objective, best: Scored, other: Scored) -> Comparison:
-    """How far ``best`` beats ``other``, the noise of that figure, and whether the
-    difference is real.
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """How many times better one configuration scores than another, and whether that holds.
 
-    For two configurations timed in turns (finalists measured together), the
-    comparison is paired, turn by turn, which cancels drift: ``margin`` is the
-    median of the per-turn ratios less one, ``noise`` how far below it their
-    ``1 - SIGNIFICANCE`` lower confidence bound lies, and the difference is real
-    when that bound is above 1. Otherwise ``margin`` compares the two scores and
-    ``noise`` is the larger of their own (see :func:`_noise`).
+    Attributes:
+        ratio: how many times better the first scores (1.1: 10% better; for a time to
+            minimise, the second's time over the first's).
+        low, high: the two-sided interval of ``ratio`` (corrected for the comparisons
+            made with it).
+        verdict: ``faster`` (the first, beyond doubt, in every window), ``ahead`` (its
+            interval is above 1, but that is not shown to hold across windows),
+            ``equal`` (within ``1 ± EQUIVALENT`` beyond doubt), ``undecided`` (cannot be
+            told apart), ``behind`` or ``slower``.
+        windows: the independent windows both were timed in (0: search figures only).
+        basis: what it rests on, in words.
     """
-    ratios = _paired_ratios(objective, best, other)
-    if ratios is None:
-        gain = objective.gain(best.score, other.score)
-        noise = max(_noise(best, objective), _noise(other, objective))
-        return Comparison(gain, noise, gain > noise, "scores")
-    middle, low = statistics.median(ratios), lower_bound(ratios, SIGNIFICANCE)
-    return Comparison(middle - 1.0, middle - low, low > 1.0, f"paired over {len(ratios)} turns")
+
+    ratio: float
+    low: float
+    high: float
+    verdict: Verdict
+    windows: int
+    basis: str
+
+    @property
+    def margin(self) -> float:
+        """How much better the first scores, as a fraction (negative: worse)."""
+        return self.ratio - 1.0
+
+    @property
+    def noise(self) -> float:
+        """Half the interval's width: the ``±`` of ``ratio``."""
+        return (self.high - self.low) / 2
+
+    @property
+    def significant(self) -> bool:
+        """Whether the first beats the second beyond the noise."""
+        return self.verdict == "faster"
+
+    def text(self) -> str:
+        """``1.52 ± 0.05 times`` (the interval is two-sided; see :func:`compare`)."""
+        d = _digits(self.noise)
+        return f"{self.ratio:.{d}f} ± {self.noise:.{d}f} times"
+
+    def interval(self) -> str:
+        """``95% interval 1.47–1.57, 2 windows in fresh processes``."""
+        d = _digits(self.noise)
+        where = f"{self.windows} {self.basis}" if self.basis.startswith("windows") else self.basis
+        return f"{1 - ALPHA:.0%} interval {self.low:.{d}f}–{self.high:.{d}f}, {where}"
+
+    def sentence(self, other: str) -> str:
+        """How the first compares with ``other``, in words: the ratio, its interval, what
+        they rest on, and the verdict (the terminal, the file's explanation and the report
+        say it alike)."""
+        if self.verdict == "faster":
+            return f"{self.text()} faster than {other} ({self.interval()}): a real difference"
+        if self.verdict == "ahead":
+            return (
+                f"{self.text()} faster than {other} ({self.interval()}): ahead here, not "
+                f"shown to hold in {MIN_WINDOWS} windows"
+            )
+        if self.verdict in ("slower", "behind"):
+            return f"{self.text()} as fast as {other} ({self.interval()}): {self.verdict}"
+        if self.verdict == "equal":
+            return f"equal to {other} within {EQUIVALENT:.0%} ({self.text()}; {self.interval()})"
+        return (
+            f"{self.text()} as fast as {other} ({self.interval()}): they cannot be told apart here"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "verdict": self.verdict,
+            "windows": self.windows,
+            "basis": self.basis,
+            # The fields of schema 2, for readers of older files' keys.
+            "margin": self.margin,
+            "noise": self.noise,
+            "significant": self.significant,
+        }
 
 
-def _noise(s: Scored, objective: Objective) -> float:
-    """A score's relative noise: its loop's spread, or, when confirmed, how far its
-    measurements' scores lie apart (relative range), whichever is larger."""
-    spread = objective.spread(s.measurement)
-    if len(s.votes) >= 2:
-        spread = max(spread, (max(s.votes) - min(s.votes)) / abs(s.score))
-    return spread
+def _digits(noise: float) -> int:
+    """Decimals that show the interval's half-width to its first significant digit (2 to 4),
+    as hyperfine does: ``1.52 ± 0.05``, ``1.523 ± 0.004``."""
+    if noise <= 0 or not math.isfinite(noise):
+        return 2
+    return min(4, max(2, -math.floor(math.log10(noise))))
 
 
-def _paired_ratios(objective: Objective, a: Scored, b: Scored) -> list[float] | None:
-    """Turn by turn, over every call that timed the two in turns, how many times better
-    ``a`` scored than ``b`` (1.0: equal), when those turns number at least
-    ``MIN_TURNS``; else ``None``."""
-    ours = {m.interleave_id: m for m in a.rounds or (a.measurement,) if m.interleave_id}
-    out: list[float] = []
-    for mb in b.rounds or (b.measurement,):
-        ma = ours.get(mb.interleave_id)
-        if ma is None:
-            continue
-        sa, sb = objective.chunk_scores(ma), objective.chunk_scores(mb)
-        if len(sa) == len(sb):
-            out += [1.0 + objective.gain(x, y) for x, y in zip(sa, sb, strict=True)]
-    return out if len(out) >= MIN_TURNS else None
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (scipy's, imported when first needed: a tune has it anyway,
+    as jax depends on scipy)."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(max(df, 1.0), p))
+
+
+def compare(
+    objective: Objective,
+    fit: Effects,
+    noise: Noise,
+    a: Hashable,
+    b: Hashable,
+    *,
+    comparisons: int = 1,
+    per_window: Mapping[Hashable, Mapping[Hashable, float]] | None = None,
+    basis: str = "windows",
+) -> Comparison:
+    """How many times better ``a`` scores than ``b`` in ``fit``, with its interval and
+    verdict (see the module docstring). ``per_window`` holds each key's log score per
+    window, for the rule that a difference called real holds in every shared window;
+    without it (search figures), a comparison is never ``faster`` on fewer than
+    :data:`MIN_WINDOWS` shared groups either."""
+    diff, factor = fit.difference(a, b)
+    sign = 1.0 if objective.direction == "maximize" else -1.0
+    diff *= sign
+    se = noise.sigma * math.sqrt(max(factor, 0.0))
+    t = t_quantile(1 - ALPHA / (2 * max(comparisons, 1)), noise.df)
+    low, high = diff - t * se, diff + t * se
+    shared = fit.shared_groups(a, b)
+    windows = len(shared)
+    verdict: Verdict = "undecided"
+    if low > 0 or high < 0:
+        signs = _signs(per_window, a, b, shared, sign)
+        held = windows >= MIN_WINDOWS and per_window is not None
+        if low > 0:
+            verdict = "faster" if held and all(s > 0 for s in signs) else "ahead"
+        else:
+            verdict = "slower" if held and all(s < 0 for s in signs) else "behind"
+    elif low >= -math.log1p(EQUIVALENT) and high <= math.log1p(EQUIVALENT):
+        verdict = "equal"
+    return Comparison(
+        ratio=math.exp(diff),
+        low=math.exp(low),
+        high=math.exp(high),
+        verdict=verdict,
+        windows=windows,
+        basis=basis,
+    )
+
+
+def _signs(
+    per_window: Mapping[Hashable, Mapping[Hashable, float]] | None,
+    a: Hashable,
+    b: Hashable,
+    shared: frozenset[Hashable],
+    sign: float,
+) -> list[float]:
+    """The sign of ``a``'s lead over ``b`` in each window both were timed in."""
+    if per_window is None:
+        return []
+    ours, theirs = per_window.get(a, {}), per_window.get(b, {})
+    return [sign * (ours[w] - theirs[w]) for w in shared if w in ours and w in theirs]
+
+
+def window_scores(
+    objective: Objective, rounds: Mapping[Config, Sequence[Measurement]]
+) -> list[tuple[Config, str | None, float]]:
+    """``(config, window, score)`` of every confirmation that ran, for :mod:`._drift`."""
+    out = []
+    for c, ms in rounds.items():
+        for m in ms:
+            score = objective.score(m) if m.status == "ok" else None
+            if score:
+                out.append((c, m.interleave_id, score))
+    return out

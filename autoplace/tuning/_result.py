@@ -73,6 +73,7 @@ class TuneResult:
         return self.standing.per_group
 
     @property
-    def runner_up(self) -> Scored | None:
-        found = self.standing.runner_up
+    def closest(self) -> Scored | None:
+        """The configuration closest to the pick, whatever its device or precision."""
+        found = self.standing.closest
         return found[0] if found else None

@@ -1,137 +1,62 @@
 """The verdict: what the measurements say, once per pass, as one :class:`Standing`.
 
-Scores taken at different times are put on one scale (:mod:`._drift`); finalists
-timed in turns are compared turn by turn (:func:`margin`: a sign test on the
-per-turn ratios, which cancels drift); of the finalists no other beats beyond the
-noise, those within :data:`EQUIVALENT` of the best are equals, and of equals the
-preferred one wins (:func:`preference`: float32, then the smaller batch). The loop,
-the progress callback, the recommendation document and the terminal display all
-read the same :class:`Standing`.
+The search's scores, taken at different times, are put on one scale (:mod:`._drift`).
+Then the finalists are confirmed: measured again in *windows*, each finalist in a fresh
+process of its own as the user's training run will be, their timed loops taking turns
+across the processes, at least :data:`~._margin.MIN_WINDOWS` windows apart in time and in
+different turn orders (:func:`confirmation_window`); when that leaves the pick and its
+closest rival undecided, one more, longer window (:func:`duel`). The pick rests on the
+windows alone: every comparison is a ratio with an interval that counts the spread
+between windows, corrected for comparing several finalists (:mod:`._margin`).
+
+Of the confirmed finalists, the one scoring best leads; a finalist it trails by a hair
+(equal to it beyond doubt, the whole interval within ``1 ± EQUIVALENT``; or not told apart
+from it and within ``EQUIVALENT`` at the estimate) that autoplace prefers (float32, then
+the smaller batch: :func:`preference`) is picked instead: a hair's difference is no
+reason to give up precision or memory, and a fixed rule makes tunes agree. Every
+configuration the pick could not be told apart from is listed
+(:attr:`Standing.equivalent`). The loop, the progress callback, the recommendation
+document and the terminal display all read the same :class:`Standing`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 
-from autoplace.config import Config
+from autoplace.config import PRECISIONS, Config
+from autoplace.machine import Interference
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.study import History
-from autoplace.tuning._drift import corrected_scores
+from autoplace.tuning._drift import Effects, fit_effects
 from autoplace.tuning._failures import ended_arms, inaccurate_arms
-from autoplace.tuning._margin import Comparison, Scored, margin
+from autoplace.tuning._margin import (
+    EQUIVALENT,
+    MIN_WINDOWS,
+    Comparison,
+    Noise,
+    Scored,
+    compare,
+    pooled_noise,
+    window_scores,
+)
 from autoplace.tuning._space import Arm, Space, arm_of
+from autoplace.tuning._strategies import MAX_GROUP
 
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.20
-#: Finalists that no other beats beyond the noise and that trail the best of them by
-#: at most this are equals; of equals, the preferred one wins (see :func:`preference`).
-EQUIVALENT = 0.02
-#: Among finalists equal within the noise, the precision preferred first.
-PRECISION_PREFERENCE = ("float32", "bfloat16", "float16")
+
+__all__ = ["CONFIRM_REACH", "EQUIVALENT", "Standing", "standing"]
 
 
 def preference(objective: Objective, s: Scored) -> tuple[int, int, float]:
-    """Among configurations equal within the noise: full precision first, then the
-    smallest batch (least memory), then the better score (smallest key first)."""
+    """Among configurations equal beyond doubt: full precision first, then the smallest
+    batch (least memory), then the better score (smallest key first)."""
     m = s.measurement
-    rank = PRECISION_PREFERENCE.index(m.precision) if m.precision in PRECISION_PREFERENCE else 9
+    rank = PRECISIONS.index(m.precision) if m.precision in PRECISIONS else len(PRECISIONS)
     return (rank, m.batch_size, -objective.key(s.score))
-
-
-def in_the_running(ranked: Sequence[Scored], objective: Objective) -> list[Scored]:
-    """The confirmed configurations no other confirmed one beats beyond the noise."""
-    confirmed = [s for s in ranked if s.confirmed]
-    return [
-        s
-        for s in confirmed
-        if not any(o is not s and margin(objective, o, s).significant for o in confirmed)
-    ]
-
-
-def _lead(running: Sequence[Scored], objective: Objective) -> Scored:
-    """Of confirmed configurations, the one ahead of most others in their turn-by-turn
-    comparison (:func:`margin`), then the best scored: the comparison that decides
-    significance decides the order too."""
-
-    def standing(s: Scored) -> tuple[int, float]:
-        ahead = sum(margin(objective, s, o).margin > 0 for o in running if o is not s)
-        return ahead, objective.key(s.score)
-
-    return max(running, key=standing)
-
-
-def rank(
-    figures: Mapping[Config, Measurement],
-    objective: Objective,
-    verdicts: Mapping[Config, Scored] | None = None,
-    estimates: Mapping[Config, float | None] | None = None,
-) -> list[Scored]:
-    """Measured configurations, best first.
-
-    Confirmed ones (in ``verdicts``) carry their confirmed score and rank before the
-    rest, so a quick search measurement never beats a confirmed one by a lucky draw;
-    the rest carry the search's drift-corrected score (``estimates``; their own
-    measurement's score where it has none). A winner by less than the noise is no
-    winner, and one by a hair is no reason to give up precision or memory: of the
-    confirmed configurations that no other beats beyond the noise, those within
-    ``EQUIVALENT`` of the best of them are equals, and the preferred of those (see
-    :func:`preference`) leads.
-    """
-    verdicts, estimates = verdicts or {}, estimates or {}
-    out = []
-    for c, m in figures.items():
-        if c in verdicts:
-            out.append(verdicts[c])
-        elif m.status == "ok":
-            score = estimates.get(c)
-            out.append(Scored(m, objective.score(m) if score is None else score))  # type: ignore[arg-type]
-    ranked = sorted(out, key=lambda x: (not x.confirmed, -objective.key(x.score)))
-    running = in_the_running(ranked, objective)
-    if running:
-        lead = _lead(running, objective)
-        equals = [s for s in running if margin(objective, lead, s).margin <= EQUIVALENT]
-        chosen = min(equals, key=lambda s: preference(objective, s))
-        ranked = [chosen, *(s for s in ranked if s is not chosen)]
-    return ranked
-
-
-def search_estimates(history: History, objective: Objective) -> dict[Config, float | None]:
-    """The search's score of each configuration, drift between its groups removed
-    (see :mod:`._drift`); ``None`` for one that never ran."""
-    scored = ((c, m, objective.score(m)) for c, m in history.searches if m.status == "ok")
-    fitted = corrected_scores([(c, m.interleave_id, s) for c, m, s in scored if s])
-    return {c: fitted.get(c) for c in history.figures()}  # type: ignore[misc]
-
-
-def _verdicts(
-    confirmed: Mapping[Config, Sequence[Measurement]], objective: Objective
-) -> tuple[dict[Config, Measurement], dict[Config, Scored]]:
-    """Each confirmed configuration's figures, and the verdict on it.
-
-    A confirmed configuration's score rests on its confirmations alone: they were
-    timed in turns with the other finalists, so drift between the search's
-    measurements does not decide, and where there were several (a duel), the drift
-    between them is fitted out as the search's is (:mod:`._drift`). Its figures are
-    those of its latest confirmation: a real measurement.
-    """
-    ran = {c: [m for m in ms if m.status == "ok"] for c, ms in confirmed.items()}
-    fitted = corrected_scores(
-        [
-            (c, m.interleave_id, objective.score(m))
-            for c, ms in ran.items()
-            for m in ms
-            if objective.score(m)
-        ]
-    )
-    figures, verdicts = {}, {}
-    for c, ms in confirmed.items():
-        figures[c] = ran[c][-1] if ran[c] else ms[-1]
-        if c in fitted:
-            votes = tuple(objective.score(m) for m in ran[c])
-            verdicts[c] = Scored(ran[c][-1], fitted[c], votes, tuple(ran[c]))  # type: ignore[arg-type]
-    return figures, verdicts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,18 +65,27 @@ class Standing:
 
     Attributes:
         objective: what the scores mean.
-        figures: every configuration's figures: its latest confirmation, else its
-            latest search measurement that ran, else its latest failure.
+        figures: every configuration's figures: its latest confirmation that ran (a fresh
+            process's), else its latest search measurement that ran, else its latest
+            failure.
         estimates: the search's drift-corrected score of each searched configuration
             (``None``: it failed): what the strategy sees.
         searched: the search's own ranking, best first: finalists are chosen from it.
-        ranked: the verdict, best first: confirmed configurations first, the
-            preferred of equals leading.
-        running: the confirmed configurations no other beats beyond the noise.
-        ended: the arms whose failures do not depend on the batch size, and why
-            (see :mod:`._failures`): no strategy tries them further.
+        ranked: the verdict, best first: the pick, then the other confirmed finalists,
+            then the rest by their search scores.
+        comparisons: the pick against every other configuration ranked: the confirmed
+            ones on their windows, the rest on the search's figures.
+        noise: the noise of one confirmation window's score (``None``: none ran).
+        search_noise: the same for the search's groups.
+        windows: the confirmation windows the study holds.
+        ended: the arms no batch size is left to try in, and why (see
+            :mod:`._failures`): no strategy tries them further.
         inaccurate: the arms whose output deviates from float32's beyond the
             tolerance, and by how much: never ranked, so never recommended.
+        unconfirmed: finalists whose confirmation failed (non-finite, a crash, ...),
+            and why: never recommended; the next finalist takes the place.
+        interference: how busy the machine was while the measurements the verdict rests
+            on (the confirmation windows, else the search) were timed.
     """
 
     objective: Objective
@@ -159,9 +93,14 @@ class Standing:
     estimates: Mapping[Config, float | None]
     searched: tuple[Scored, ...]
     ranked: tuple[Scored, ...]
-    running: tuple[Scored, ...]
+    comparisons: Mapping[Config, Comparison] = dataclasses.field(default_factory=dict)
+    noise: Noise | None = None
+    search_noise: Noise | None = None
+    windows: int = 0
     ended: Mapping[Arm, str] = dataclasses.field(default_factory=dict)
     inaccurate: Mapping[Arm, str] = dataclasses.field(default_factory=dict)
+    unconfirmed: Mapping[Config, str] = dataclasses.field(default_factory=dict)
+    interference: Interference | None = None
 
     @property
     def best(self) -> Scored | None:
@@ -178,21 +117,32 @@ class Standing:
                 rows.append(s)
         return rows
 
-    @property
-    def runner_up(self) -> tuple[Scored, Comparison] | None:
-        """The best of another (device, precision), and the winner's margin over it."""
-        rows = self.per_group
-        if len(rows) < 2:
-            return None
-        return rows[1], margin(self.objective, rows[0], rows[1])
+    def _compared(self, confirmed: bool) -> list[tuple[Scored, Comparison]]:
+        return [
+            (s, self.comparisons[s.config])
+            for s in self.ranked[1:]
+            if s.config in self.comparisons and s.confirmed == confirmed
+        ]
 
     @property
-    def within_noise(self) -> list[tuple[Scored, Comparison]]:
-        """The finalists the confirmed winner does not beat beyond the noise."""
-        best = self.best
-        if best is None or not best.confirmed:
-            return []
-        return [(s, margin(self.objective, best, s)) for s in self.running if s is not best]
+    def closest(self) -> tuple[Scored, Comparison] | None:
+        """The configuration closest to the pick, whatever its device or precision, and the
+        pick's standing against it: a confirmed finalist if any was compared (the one a
+        duel decides between), else the closest on the search's figures."""
+        pool = self._compared(confirmed=True) or self._compared(confirmed=False)
+        return min(pool, key=lambda sc: sc[1].ratio, default=None)
+
+    @property
+    def equivalent(self) -> list[tuple[Scored, Comparison]]:
+        """The configurations the pick could not be told apart from (their ratio's interval
+        holds 1) or is equal to beyond doubt, closest first: confirmed finalists first,
+        then search figures."""
+        told = ("equal", "undecided")
+        found = [sc for sc in self._compared(True) if sc[1].verdict in told]
+        found.sort(key=lambda sc: sc[1].ratio)
+        rest = [sc for sc in self._compared(False) if sc[1].verdict in told]
+        rest.sort(key=lambda sc: sc[1].ratio)
+        return found + rest
 
     @property
     def failed(self) -> list[Measurement]:
@@ -211,6 +161,17 @@ class Standing:
         )
 
 
+def search_fit(history: History, objective: Objective) -> Effects:
+    """The search's measurements on one scale: the drift between its groups removed."""
+    return fit_effects(
+        [
+            (c, m.interleave_id, s)
+            for c, m in history.searches
+            if m.status == "ok" and (s := objective.score(m))
+        ]
+    )
+
+
 def standing(
     history: History,
     objective: Objective,
@@ -222,25 +183,150 @@ def standing(
     A lower precision that deviates from float32 by more than ``max_deviation`` is left
     out of both rankings (see :func:`._failures.inaccurate_arms`).
     """
-    estimates = search_estimates(history, objective)
-    confirmed_figures, verdicts = _verdicts(history.confirmed, objective)
-    figures = {**history.figures(), **confirmed_figures}
+    searches = search_fit(history, objective)
+    estimates: dict[Config, float | None] = {c: None for c in history.figures()}
+    estimates.update(searches.scores())  # type: ignore[arg-type]
+    unconfirmed = _failed_confirmations(history.confirmed)
+    kept = {c: ms for c, ms in history.confirmed.items() if c not in unconfirmed}
+    latest = {c: next(m for m in reversed(ms) if m.status == "ok") for c, ms in kept.items()}
+    figures: dict[Config, Measurement] = {**history.figures(), **latest}
+    for c, ms in history.confirmed.items():
+        figures.setdefault(c, ms[-1])
     inaccurate = inaccurate_arms(figures, max_deviation)
 
-    def accurate(found: Mapping[Config, Measurement]) -> dict[Config, Measurement]:
-        return {c: m for c, m in found.items() if arm_of(c) not in inaccurate}
+    def accurate(c: Config) -> bool:
+        return arm_of(c) not in inaccurate
 
-    ranked = rank(accurate(figures), objective, verdicts, estimates)
+    searched = sorted(
+        (Scored(figures[c], s) for c, s in estimates.items() if s is not None and accurate(c)),
+        key=lambda x: -objective.key(x.score),
+    )
+    windows = fit_effects(window_scores(objective, {c: ms for c, ms in kept.items()}))
+    noise = pooled_noise(windows, searches) if windows.keys else None
+    confirmed = [
+        _confirmed(c, kept[c], windows, objective)
+        for c in windows.keys
+        if accurate(c)  # type: ignore[arg-type]
+    ]
+    ranked, comparisons = _rank(objective, confirmed, searched, windows, noise, searches)
     return Standing(
         objective=objective,
         figures=figures,
         estimates=estimates,
-        searched=tuple(rank(accurate(history.figures()), objective, estimates=estimates)),
+        searched=tuple(searched),
         ranked=tuple(ranked),
-        running=tuple(in_the_running(ranked, objective)),
+        comparisons=comparisons,
+        noise=noise,
+        search_noise=pooled_noise(searches, windows) if searches.keys else None,
+        windows=len({m.interleave_id for ms in kept.values() for m in ms}),
         ended=ended_arms(figures, space) if space is not None else {},
         inaccurate=inaccurate,
+        unconfirmed=unconfirmed,
+        interference=Interference.of([m for ms in kept.values() for m in ms])
+        or Interference.of(m for _, m in history.searches),
     )
+
+
+def _failed_confirmations(confirmed: Mapping[Config, Sequence[Measurement]]) -> dict[Config, str]:
+    """The finalists a confirmation failed for (a fresh process gave NaN, crashed, ran out
+    of memory...), and the first such reason: a pick must hold in every window."""
+    return {
+        c: f"{bad.status} when confirmed: {bad.reason}"
+        for c, ms in confirmed.items()
+        if (bad := next((m for m in ms if m.status != "ok"), None)) is not None
+    }
+
+
+def _confirmed(
+    c: Config, ms: Sequence[Measurement], windows: Effects, objective: Objective
+) -> Scored:
+    ran = [m for m in ms if m.status == "ok"]
+    votes = tuple(s for m in ran if (s := objective.score(m)))
+    return Scored(ran[-1], windows.score(c), votes, tuple(ran))
+
+
+def _rank(
+    objective: Objective,
+    confirmed: list[Scored],
+    searched: list[Scored],
+    windows: Effects,
+    noise: Noise | None,
+    searches: Effects,
+) -> tuple[list[Scored], dict[Config, Comparison]]:
+    """The verdict's order and the pick's comparisons (see :class:`Standing`)."""
+    confirmed.sort(key=lambda s: -objective.key(s.score))
+    rest = [s for s in searched if s.config not in {x.config for x in confirmed}]
+    if confirmed:
+        assert noise is not None
+        per_window = _per_window(confirmed, objective)
+
+        def against(pick: Scored) -> dict[Config, Comparison]:
+            others = [s for s in confirmed if s is not pick]
+            return {
+                s.config: compare(
+                    objective,
+                    windows,
+                    noise,
+                    pick.config,
+                    s.config,
+                    comparisons=len(others),
+                    per_window=per_window,
+                    basis="windows in fresh processes",
+                )
+                for s in others
+            }
+
+        leader = confirmed[0]
+        ahead = against(leader)
+        equals = [leader] + [s for s in confirmed[1:] if _a_hair(ahead[s.config])]
+        pick = min(equals, key=lambda s: preference(objective, s))
+        comparisons = ahead if pick is leader else against(pick)
+        ranked = [pick, *(s for s in confirmed if s is not pick), *rest]
+    else:
+        ranked, comparisons = list(searched), {}
+    if ranked and ranked[0].config in searches:
+        # (one reference a group links the search's groups in a tree, which leaves its fit
+        # no residual: the windows lend the degrees of freedom they have)
+        pick, noise_s = ranked[0], pooled_noise(searches, windows)
+        # Every other searched configuration is compared on the search's figures; the
+        # correction for several comparisons counts the near contenders only (within
+        # CONFIRM_REACH of the pick's search score, or three of its noises on a noisy
+        # machine): the rest trail it clearly, and are compared only to say by how much.
+        reach = max(CONFIRM_REACH, math.expm1(3 * noise_s.sigma))
+        mine = searches.score(pick.config)
+        others = [s for s in rest if s is not pick and s.config in searches]
+        near = [s for s in others if objective.gain(mine, searches.score(s.config)) <= reach]
+        for s in others:
+            comparisons[s.config] = compare(
+                objective,
+                searches,
+                noise_s,
+                pick.config,
+                s.config,
+                comparisons=max(len(near), 1),
+                basis="search figures",
+            )
+    return ranked, comparisons
+
+
+def _a_hair(c: Comparison) -> bool:
+    """Whether the leader's lead over another is no reason to give up precision or memory:
+    equal beyond doubt, or not told apart and within ``EQUIVALENT`` at the estimate."""
+    return c.verdict == "equal" or (c.verdict == "undecided" and c.ratio <= 1 + EQUIVALENT)
+
+
+def _per_window(
+    confirmed: Sequence[Scored], objective: Objective
+) -> dict[Config, dict[str, float]]:
+    """Each confirmed configuration's log score in each window it was timed in."""
+    return {
+        s.config: {
+            m.interleave_id: math.log(score)
+            for m in s.rounds
+            if m.interleave_id and (score := objective.score(m))
+        }
+        for s in confirmed
+    }
 
 
 def incumbent(standing: Standing) -> Config | None:
@@ -249,13 +335,21 @@ def incumbent(standing: Standing) -> Config | None:
     return max(ran, key=lambda c: standing.objective.key(standing.estimates[c]), default=None)  # type: ignore[arg-type]
 
 
-def finalists(searched: Sequence[Scored], objective: Objective, k: int) -> list[Config]:
+def finalists(
+    searched: Sequence[Scored],
+    objective: Objective,
+    k: int,
+    failed: Collection[Config] = (),
+) -> list[Config]:
     """Up to ``k`` of the search's ranked configurations within ``CONFIRM_REACH`` of its
-    best, best first; one slot goes to the best of another (device, precision) if one
-    is that close."""
-    if not searched:
+    best, best first, leaving out those whose confirmation ``failed`` (the next one takes
+    the place); one slot goes to the best of another (device, precision) if one is that
+    close."""
+    usable = [s for s in searched if s.config not in failed]
+    if not usable:
         return []
-    close = [s for s in searched if objective.gain(searched[0].score, s.score) <= CONFIRM_REACH]
+    top = usable[0].score
+    close = [s for s in usable if objective.gain(top, s.score) <= CONFIRM_REACH]
     chosen = close[:k]
     if chosen and k >= 2:
         other = next((s for s in close if s.group != chosen[0].group), None)
@@ -264,46 +358,52 @@ def finalists(searched: Sequence[Scored], objective: Objective, k: int) -> list[
     return [s.config for s in chosen]
 
 
-def finalists_to_confirm(
-    searched: Sequence[Scored],
+def ok_windows(confirmations: Sequence[Measurement]) -> int:
+    """The distinct windows a configuration's confirmations ran in."""
+    return len({m.interleave_id or id(m) for m in confirmations if m.status == "ok"})
+
+
+def in_turn_order(group: Sequence[Config], window: int) -> list[Config]:
+    """The order a window times ``group`` in: as ranked in even windows, reversed in odd
+    ones, so that no finalist is always timed first (or just after another)."""
+    return list(group) if window % 2 == 0 else list(reversed(group))
+
+
+def confirmation_window(
+    now: Standing,
     confirmed: Mapping[Config, Sequence[Measurement]],
-    objective: Objective,
     k: int,
     taken: frozenset[Config],
 ) -> list[Config]:
-    """The finalists to measure together, or none once each has a confirmation.
+    """The finalists to time in the next confirmation window, in its turn order, or none
+    once each has :data:`MIN_WINDOWS` windows that ran.
 
-    ``searched`` is the search's standing (its drift-corrected scores, best first).
-    While any finalist lacks a confirmation, all of them are measured together (those
-    confirmed before, e.g. by another worker, get another): a comparison is fair only
-    within one interleaved measurement. While any finalist is being measured (``taken``:
-    another worker confirming them), none: the study is confirmed once, not once per
-    worker, and this worker waits for that result. Finalists are chosen on the search's own
-    measurements, so a confirmation that reshuffles the ranking sets off no more.
+    Finalists are chosen on the search's figures (see :func:`finalists`); all of them are
+    timed together in each window (a comparison rests on windows both were timed in), so
+    one confirmed before (e.g. by another worker) is timed again with the others. While
+    any finalist is being measured (``taken``: another worker confirming them), none:
+    the study is confirmed once, not once per worker, and this worker waits.
     """
-    chosen = finalists(searched, objective, k)
-    if any(c in taken for c in chosen):
-        return []  # another worker is confirming them: the study's confirmation is its
-    if all(confirmed.get(c) for c in chosen):
+    chosen = finalists(now.searched, now.objective, k, now.unconfirmed)
+    if not chosen or any(c in taken for c in chosen):
         return []
-    return chosen
+    done = {c: ok_windows(confirmed.get(c, ())) for c in chosen}
+    if all(n >= MIN_WINDOWS for n in done.values()):
+        return []
+    return in_turn_order(chosen, min(done.values()))
 
 
-def duel(standing: Standing) -> list[Config]:
-    """The winner and its closest challenger, to be timed in turns once more and for
-    longer, when the confirmation did not tell them apart beyond the noise: whether
-    one is ahead, or within ``EQUIVALENT`` (so that the preferred one may win), then
-    rests on every turn of both. None when the winner is beyond doubt, or once the
-    finalists have had their duel."""
-    objective = standing.objective
-    confirmed = [s for s in standing.ranked if s.confirmed]
-    if len({m.interleave_id for s in confirmed for m in s.rounds}) != 1:
+def duel(now: Standing) -> list[Config]:
+    """The pick and the confirmed finalists it could not be told apart from (closest first,
+    at most :data:`MAX_GROUP` of them), to be timed in one more, longer window, when the
+    confirmation windows left them undecided. None once the pick has had more than
+    :data:`MIN_WINDOWS` windows (its duel), or when nothing is undecided."""
+    best = now.best
+    if best is None or not best.confirmed or len(best.rounds) > MIN_WINDOWS:
         return []
-    best = confirmed[0]
-    others = [s for s in standing.running if s is not best]
-    if not others:
+    undecided = [s.config for s, c in now.equivalent if s.confirmed and c.verdict == "undecided"][
+        :MAX_GROUP
+    ]
+    if not undecided:
         return []
-    challenger = min(others, key=lambda s: margin(objective, best, s).margin)
-    if margin(objective, best, challenger).significant:
-        return []
-    return [best.config, challenger.config]
+    return in_turn_order([best.config, *undecided], len(best.rounds))

@@ -63,19 +63,24 @@ def test_crash_is_a_status_and_the_next_measurement_gets_a_fresh_worker(
     assert subproc.starts == starts + 2
 
 
-def test_a_crash_among_several_is_measured_again_alone(subproc: SubprocessBackend) -> None:
-    # The crash takes the worker, and the group's other results, with it; they are
-    # measured again one by one, so no configuration is blamed for its neighbour.
+def test_a_crash_among_several_is_pinned_on_its_configuration(subproc: SubprocessBackend) -> None:
+    # The crash takes the worker, and the group's other results, with it. The worker had
+    # said which configuration it was setting up: that one is measured once more alone
+    # (a crash alone twice is its own), the others again together without it, so no
+    # configuration is blamed for its neighbour.
     reqs = [
         request(model("tiny_mlp"), "mlp"),
         request(model("crash"), "crash"),
         request(model("tiny_mlp"), "mlp", batch_size=8),
     ]
-    good, crashed, other = subproc.measure_together(reqs)
+    heard: list[autoplace.measuring.Progress] = []
+    good, crashed, other = subproc.measure_together(reqs, heard.append)
     assert crashed.status == "crash" and "SIGSEGV" in crashed.reason
     for m, batch in ((good, 4), (other, 8)):
         assert m.status == "ok" and m.batch_size == batch
-        assert m.interleaved_with == 0  # measured alone, after the group died
+        assert m.interleaved_with == 1  # the two measured again together, after the group died
+    assert [p.index for p in heard if p.index is not None][:2] == [0, 1]
+    assert "setting up cpu:0 batch=4" in heard[0].what
     assert_works(subproc)
 
 
@@ -128,6 +133,63 @@ def test_hang_times_out_and_the_next_measurement_works(subproc: SubprocessBacken
     assert 3.0 <= m.wall_s < 10.0
     assert_works(subproc)
     assert subproc.starts == starts + 1
+
+
+@pytest.mark.slow
+def test_a_hang_among_several_costs_one_limit_and_is_pinned_on_its_configuration(
+    subproc: SubprocessBackend,
+) -> None:
+    # The worker says which configuration it sets up: the hang is that one's, found after
+    # one limit; the others are measured again together without it (not each alone, nor
+    # the hang again alone: six limits, before).
+    assert_works(subproc)
+    starts = subproc.starts
+    quick = dataclasses.replace(FAST, timeout_s=3)
+    reqs = [
+        request(model("tiny_mlp"), "mlp", quick),
+        request(model("hang"), "hang", quick),
+        request(model("tiny_mlp"), "mlp", quick, batch_size=8),
+    ]
+    good, hung, other = subproc.measure_together(reqs)
+    assert hung.status == "timeout" and "while setting up cpu:0 batch=4" in hung.reason
+    assert good.status == other.status == "ok"
+    assert good.interleaved_with == other.interleaved_with == 1
+    assert subproc.starts == starts + 1  # one kill, one fresh worker
+
+
+@pytest.mark.slow
+def test_fresh_processes_take_turns_and_load_the_real_compile_from_the_cache() -> None:
+    reqs = [
+        request(model("tiny_mlp"), "mlp", FAST, batch_size=4),
+        request(model("tiny_mlp"), "mlp", FAST, batch_size=8),
+    ]
+    with SubprocessBackend() as backend:
+        searched = backend.measure_together(reqs)
+        shared = backend.process.pid
+        heard: list[autoplace.measuring.Progress] = []
+        fresh = backend.measure_fresh(reqs, heard.append)
+        assert backend.process.pid == shared  # the shared worker is left as it was
+    for before, m in zip(searched, fresh, strict=True):
+        assert m.status == "ok", m.reason
+        assert m.fresh_process is True and before.fresh_process is False
+        # loaded from the persistent cache, reported with the compile that stored it
+        assert m.compile_cache == "hit" and before.compile_cache == "miss"
+        assert m.compile_s == before.compile_s and m.compile_cached
+        assert m.worker_start_s > 0 and m.others_running is not None
+    a, b = fresh
+    assert a.interleave_id == b.interleave_id and a.interleaved_with == 1
+    assert len(a.fed_step_chunk_s) == len(b.fed_step_chunk_s)  # chunk i of each in one turn
+    assert any("fresh worker" in p.what for p in heard)
+    assert any("turn" in p.what for p in heard)
+
+
+@pytest.mark.slow
+def test_a_configuration_failing_in_a_fresh_window_drops_out_and_the_others_go_on() -> None:
+    reqs = [request(model("tiny_mlp"), "mlp", FAST), request(model("nan"), "nan", FAST)]
+    with SubprocessBackend() as backend:
+        good, bad = backend.measure_fresh(reqs)
+    assert good.status == "ok" and bad.status == "nonfinite"
+    assert good.fresh_process is True
 
 
 def test_bad_requests_raise_through_the_process_boundary(subproc: SubprocessBackend) -> None:
@@ -323,7 +385,7 @@ def test_a_worker_killed_mid_measurement_then_at_start_up_loses_nothing():
         def kill_twice() -> None:
             while len(killed) < 2 and not done.is_set():
                 process = backend.process
-                ready = backend._busy if not killed else True  # then: the next to appear
+                ready = backend._worker._busy if not killed else True  # then: the next
                 if process is not None and process.pid not in killed and ready:
                     os.kill(process.pid, signal.SIGKILL)
                     killed.append(process.pid)

@@ -224,7 +224,7 @@ from synthetic import SyntheticBackend
 import autoplace
 
 class Slow(SyntheticBackend):
-    def measure_together(self, requests):
+    def measure_together(self, requests, on_progress=None):
         time.sleep(0.3)
         return super().measure_together(requests)
 

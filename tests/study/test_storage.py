@@ -253,7 +253,7 @@ class _LocksTheDatabase(SyntheticBackend):
         super().__init__()
         self.path, self.hold_s, self.locker = path, hold_s, None
 
-    def measure_together(self, requests):
+    def measure_together(self, requests, on_progress=None):
         import sqlite3
         import threading
 

@@ -7,7 +7,7 @@ from synthetic import SyntheticBackend, bfloat16_ahead
 
 import autoplace
 from autoplace import Config, Measurement, Space
-from autoplace.tuning._failures import ended_arms
+from autoplace.tuning._failures import arm_bounds, ended_arms
 
 SPACE = Space(("cpu:0",), (8, 16, 32, 64), ("float32", "float16"), (None,))
 
@@ -17,35 +17,58 @@ def failed(batch: int, status: str, reason: str = "", precision: str = "float16"
     return c, Measurement(status, reason, "cpu:0", batch, precision, None)  # type: ignore[arg-type]
 
 
+def ran(batch: int, precision: str = "float16"):
+    c = Config("cpu:0", batch, precision)
+    return c, Measurement("ok", "", "cpu:0", batch, precision, None)
+
+
 @pytest.mark.parametrize(
     ("failures", "why"),
     [
-        ([failed(64, "nonfinite"), failed(32, "nonfinite")], "NaN or inf at batch 32 and 64"),
-        ([failed(64, "error", "tracing and lowering the step raised TypeError: x")],
-         "error at batch 64: tracing and lowering the step raised TypeError"),
-        ([failed(64, "error", "building the workload raised ValueError")], "error at batch 64"),
-        ([failed(8, "timeout", "no result within 300 s")], "timed out at batch 8, its smallest"),
+        ([failed(8, "nonfinite"), failed(32, "nonfinite")], "NaN or inf at batch 8 and 32"),
+        ([failed(8, "error", "tracing and lowering the step raised TypeError: x"),
+          failed(64, "error", "tracing and lowering the step raised TypeError: x")],
+         "an error at batch 8 and 64, across its range: tracing and lowering"),
+        ([failed(8, "timeout", "no result within 300 s"), failed(32, "timeout")],
+         "timed out at batch 8 and 32"),
     ],
-    ids=["nonfinite twice", "trace error", "build error", "timeout at the smallest"],
+    ids=["nonfinite", "trace error", "timeout"],
 )  # fmt: skip
-def test_batch_free_failures_end_the_arm(failures, why):
+def test_failures_across_the_range_end_the_arm(failures, why):
     ended = ended_arms(dict(failures), SPACE)
-    assert list(ended) == [("cpu:0", "float16", None)] and ended[("cpu:0", "float16", None)]
+    assert list(ended) == [("cpu:0", "float16", None)]
     assert why in ended[("cpu:0", "float16", None)]
 
 
 @pytest.mark.parametrize(
     "failures",
     [
-        [failed(64, "nonfinite")],  # once may be the batch's doing
-        [failed(64, "oom"), failed(32, "too_big")],  # these cap the arm
-        [failed(64, "timeout")],  # a timeout at a large batch caps it too
-        [failed(64, "error", "running the steady-state loop raised ValueError")],
+        [failed(64, "nonfinite"), failed(32, "nonfinite")],  # the large end only
+        [failed(8, "nonfinite"), failed(16, "nonfinite"), ran(32)],  # tiny batches: BatchNorm
+        [failed(64, "oom"), failed(32, "too_big"), ran(8)],  # these cap the arm
+        [failed(64, "error", "tracing and lowering the step raised TypeError: x"), ran(8)],
+        [failed(8, "timeout")],  # the small end only: the screen has yet to say
     ],
-    ids=["nonfinite once", "out of memory", "timeout at a large batch", "error in the loop"],
-)
-def test_failures_of_one_batch_do_not_end_the_arm(failures):
+    ids=["large end", "tiny batches", "out of memory", "an error only large batches meet",
+         "timeout at the smallest"],
+)  # fmt: skip
+def test_failures_that_depend_on_the_batch_size_do_not_end_the_arm(failures):
     assert ended_arms(dict(failures), SPACE) == {}
+
+
+@pytest.mark.parametrize(
+    ("ran_at", "failed_at", "bounds"),
+    [
+        ([], [256], (None, 256)),  # no batch ran: a ceiling (the search goes down)
+        ([256], [1, 4], (4, None)),  # below a batch that ran: a floor (the search goes up)
+        ([16, 256], [1, 8, 1024], (8, 1024)),
+        ([4, 16], [8], (8, None)),  # between two that ran: a floor, where it is unreliable
+    ],
+)
+def test_a_failure_is_a_floor_below_a_batch_that_ran_and_a_ceiling_otherwise(
+    ran_at, failed_at, bounds
+):
+    assert arm_bounds(ran_at, failed_at) == bounds
 
 
 def test_a_tune_stops_trying_an_arm_that_fails_whatever_the_batch(tmp_path):
@@ -68,7 +91,7 @@ def test_a_tune_stops_trying_an_arm_that_fails_whatever_the_batch(tmp_path):
     tried = [r.config.batch_size for r in backend.measured if r.config.precision == "float16"]
     assert len(tried) == 2
     why = result.standing.ended[("cpu:0", "float16", 64)]
-    assert why.startswith("NaN or inf at batch")
+    assert why.startswith("NaN or inf at batch") and "across its range" in why
     doc = result.document
     assert doc["study"]["ended_arms"] == [
         {"device": "cpu:0", "precision": "float16", "width": 64, "reason": why}
@@ -77,31 +100,65 @@ def test_a_tune_stops_trying_an_arm_that_fails_whatever_the_batch(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("status", "reason", "tries"),
+    ("status", "reason"),
     [
-        ("timeout", "no result within 300 s; the worker was killed", 2),  # screen, smallest
-        ("error", "tracing and lowering the step raised TypeError: float16", 1),
+        ("timeout", "no result within 300 s; the worker was killed"),
+        ("error", "tracing and lowering the step raised TypeError: float16"),
     ],
 )
-def test_an_arm_that_hangs_or_fails_to_trace_costs_one_or_two_tries(
-    tmp_path, status, reason, tries
-):
+def test_an_arm_that_hangs_or_fails_to_trace_everywhere_costs_two_tries(tmp_path, status, reason):
     def fail(r):
         return (status, reason) if r.config.precision == "bfloat16" else None
 
+    result, backend = tune(tmp_path, fail, tuple(2**i for i in range(13)))
+    assert [r.config.precision for r in backend.measured].count("bfloat16") == 2  # screen, 1
+    assert ("cpu:0", "bfloat16", 64) in result.standing.ended
+
+
+def tune(tmp_path, fail, batches, precisions=("float32", "bfloat16")):
     model = tmp_path / "model.py"
     model.write_text("# synthetic\n")
     backend = SyntheticBackend(fail=fail)
     result = autoplace.tune(
         model,
-        batch_sizes=tuple(2**i for i in range(13)),
-        precisions=("float32", "bfloat16"),
+        batch_sizes=batches,
+        precisions=precisions,
         storage=f"sqlite:///{tmp_path / 's.db'}",
         out=tmp_path / "a.toml",
         backend=backend,
     )
-    assert [r.config.precision for r in backend.measured].count("bfloat16") == tries
-    assert ("cpu:0", "bfloat16", 64) in result.standing.ended
+    return result, backend
+
+
+def test_non_finite_tiny_batches_bound_the_search_from_below_and_end_no_arm(tmp_path):
+    # BatchNorm over a batch of 1 to 4 goes non-finite, as it does in every precision; from
+    # 8 up it trains. The tune searches above and recommends in range, never ending an arm.
+    def batchnorm(r):
+        return ("nonfinite", "the step produced NaN or inf") if r.config.batch_size <= 4 else None
+
+    batches = tuple(2**i for i in range(11))
+    result, backend = tune(tmp_path, batchnorm, batches, ("float32", "bfloat16", "float16"))
+    assert result.standing.ended == {}
+    assert result.best is not None and result.best.confirmed
+    assert result.best.config.batch_size >= 8
+    tiny = [r.config.batch_size for r in backend.measured if r.config.batch_size <= 4]
+    assert len(tiny) <= 3  # the cover's smallest steps, then none below its floor
+
+
+def test_an_error_only_large_batches_meet_bounds_the_search_from_above(tmp_path):
+    # every batch from 64 up fails: the screen (at 256) fails, the search goes down
+    def large(r):
+        return (
+            ("error", "running the steady-state loop raised ValueError: too large")
+            if (r.config.batch_size >= 64)
+            else None
+        )
+
+    result, backend = tune(tmp_path, large, tuple(2**i for i in range(11)))
+    assert result.best is not None and result.best.config.batch_size == 32
+    assert result.standing.ended == {}
+    tried = {r.config.batch_size for r in backend.measured}
+    assert 16 in tried and 32 in tried and max(b for b in tried if b < 64) == 32
 
 
 def test_a_lower_precision_too_far_from_float32_is_never_recommended(tmp_path):

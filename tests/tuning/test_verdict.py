@@ -1,90 +1,129 @@
-"""The verdict: margins between finalists, the sign test's bound, the ranking with its
-preference among equals, and which finalists to confirm."""
+"""The verdict: finalists and their windows, the ranking with its preference among
+configurations a hair apart, the closest rival and what the pick cannot be told from."""
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import statistics
-
 import pytest
-from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import tuning
+from autoplace.study import History
+
+THROUGHPUT = autoplace.make_objective("throughput")
 
 
-def test_a_finalist_confirmed_elsewhere_is_measured_again_with_the_others():
-    # Another worker confirmed the search's best alone; a finalist it did not confirm
-    # is compared fairly only within one interleaved measurement: both are measured.
-    searched = {}
-    backend = SyntheticBackend()
-    objective = autoplace.make_objective("throughput")
-    for p in ("float32", "bfloat16"):
-        c = autoplace.Config("cpu:0", 8, p, 64)
-        searched[c] = backend.measure(autoplace.MeasureRequest("x.py", "0", "synthetic", c))
-    best = max(searched, key=lambda c: objective.score(searched[c]))
-    done = {best: [searched[best]]}
-    ranked = tuning.rank(searched, objective)
-    group = tuning.finalists_to_confirm(ranked, done, objective, 3, frozenset())
-    assert set(group) == set(searched)
-    everyone = {c: [m] for c, m in searched.items()}
-    assert tuning.finalists_to_confirm(ranked, everyone, objective, 3, frozenset()) == []
-
-
-def test_the_margin_counts_how_far_a_confirmed_scores_votes_lie_apart():
-    objective = autoplace.make_objective("throughput")
-    m = autoplace.Measurement(
-        "ok", "", "cpu:0", 8, "float32", None, fed_step_s=1.0, fed_step_spread=0.01
-    )
-    best = tuning.Scored(m, 110.0, votes=(100.0, 110.0, 122.0))
-    other = tuning.Scored(m, 100.0)
-    found = tuning.margin(objective, best, other)
-    assert found.margin == pytest.approx(0.10)
-    assert found.noise == pytest.approx(0.20)  # (122 - 100) / 110, not the loop's 1%
-    assert found.significant is False
-    assert tuning.margin(objective, tuning.Scored(m, 110.0), other).significant is True
-
-
-def test_lower_bound_is_the_sign_tests_order_statistic():
-    values = [float(v) for v in range(20, 0, -1)]
-    # P(Binomial(20, 1/2) <= 5) = 0.021 <= 0.05 < P(<= 6) = 0.058: the 6th smallest
-    assert tuning.lower_bound(values, 0.05) == 6.0
-    assert tuning.lower_bound(values[:5], 0.05) == 16.0  # the least of five: p = 1/32
-    assert tuning.lower_bound(values[:4], 0.05) == -math.inf  # four can never be enough
-
-
-def _together(fed_chunks, precision, batch=8):
-    m = autoplace.Measurement(
-        "ok", "", "cpu:0", batch, precision, None, fed_step_chunk_s=tuple(fed_chunks),
-        fed_step_s=statistics.median(fed_chunks), fed_step_spread=0.3, interleave_id="g",
-        fed_samples_per_s=batch / statistics.median(fed_chunks),
+def measured(batch, precision, step_s, window=None, status="ok", phase_fresh=False):
+    return autoplace.Measurement(
+        status, "" if status == "ok" else "the step produced NaN or inf", "cpu:0", batch,
+        precision, None, fed_step_s=step_s, fed_samples_per_s=batch / step_s,
+        fed_step_chunk_s=(step_s,) * 5, interleave_id=window, fresh_process=phase_fresh,
     )  # fmt: skip
-    objective = autoplace.make_objective("throughput")
-    return tuning.Scored(m, objective.score(m), votes=(objective.score(m),))
 
 
-def test_finalists_timed_in_turns_are_compared_turn_by_turn():
-    # The machine drifts by +-30% between turns, a spread ten times the 3% difference;
-    # turn by turn the faster one wins every time, so the difference is real.
-    objective = autoplace.make_objective("throughput")
-    drift = [1.0, 1.3, 0.7, 1.1, 0.9, 1.25, 0.75, 1.0]
-    fast = _together([0.97 * d for d in drift], "bfloat16")
-    slow = _together(drift, "float32")
-    found = tuning.margin(objective, fast, slow)
-    assert found.margin == pytest.approx(1 / 0.97 - 1)
-    assert found.significant is True and found.basis == "paired over 8 turns"
-    assert tuning.margin(objective, slow, fast).significant is False
-    # Timed in different calls, the same figures are only as good as their spread.
-    apart = tuning.Scored(dataclasses.replace(slow.measurement, interleave_id="h"), slow.score)
-    assert tuning.margin(objective, fast, apart).significant is False
-    # Within the noise the winner is float32 (then the smaller batch); beyond it, the faster.
-    assert tuning.rank({}, objective, {}) == []
-    mixed = [1.0 + 0.04 * (-1) ** i for i in range(8)]
-    even = _together([0.99 * d * x for d, x in zip(drift, mixed, strict=True)], "bfloat16")
-    first = tuning.rank({even.config: even.measurement, slow.config: slow.measurement},
-                          objective, {even.config: even, slow.config: slow})[0]  # fmt: skip
-    assert even.score > slow.score and first.config.precision == "float32"
-    first = tuning.rank({fast.config: fast.measurement, slow.config: slow.measurement},
-                          objective, {fast.config: fast, slow.config: slow})[0]  # fmt: skip
-    assert first.config.precision == "bfloat16"
+def config(batch, precision):
+    return autoplace.Config("cpu:0", batch, precision)
+
+
+def history(search, confirmed=None):
+    """``search``: (batch, precision, step_s, group) rows; ``confirmed``: config -> rows of
+    (step_s, window)."""
+    searches = tuple((config(b, p), measured(b, p, t, g)) for b, p, t, g in search)
+    windows = {
+        config(*c): tuple(measured(c[0], c[1], t, w, s, True) for t, w, s in rows)
+        for c, rows in (confirmed or {}).items()
+    }
+    return History(searches, windows)
+
+
+SEARCH = [
+    (64, "float32", 0.0100, "g1"),
+    (64, "bfloat16", 0.0098, "g1"),
+    (128, "float32", 0.0210, "g1"),
+    (64, "float16", 0.0300, "g2"),
+    (64, "float32", 0.0100, "g2"),
+]
+
+
+def test_finalists_are_the_search_best_and_a_failed_confirmation_hands_its_place_on():
+    now = tuning.standing(history(SEARCH), THROUGHPUT)
+    first = tuning.finalists(now.searched, THROUGHPUT, 2)
+    assert first == [config(64, "bfloat16"), config(64, "float32")]
+    # bfloat16 went non-finite when confirmed: float32 at 128 takes its place
+    failed = {config(64, "bfloat16"): "nonfinite when confirmed"}
+    assert tuning.finalists(now.searched, THROUGHPUT, 2, failed) == [
+        config(64, "float32"),
+        config(128, "float32"),
+    ]
+
+
+def test_a_window_times_every_finalist_in_a_turn_order_of_its_own_until_each_has_two():
+    now = tuning.standing(history(SEARCH), THROUGHPUT)
+    first = tuning.confirmation_window(now, {}, 2, frozenset())
+    assert first == [config(64, "bfloat16"), config(64, "float32")]
+    one = {(64, "bfloat16"): [(0.0098, "w1", "ok")], (64, "float32"): [(0.01, "w1", "ok")]}
+    h = history(SEARCH, one)
+    now = tuning.standing(h, THROUGHPUT)
+    assert tuning.confirmation_window(now, h.confirmed, 2, frozenset()) == first[::-1]
+    two = {c: [*rows, (rows[0][0], "w2", "ok")] for c, rows in one.items()}
+    h = history(SEARCH, two)
+    now = tuning.standing(h, THROUGHPUT)
+    assert tuning.confirmation_window(now, h.confirmed, 2, frozenset()) == []
+    # another worker confirming them: this one waits rather than confirm them twice
+    assert tuning.confirmation_window(now, {}, 2, frozenset([config(64, "float32")])) == []
+
+
+def test_a_finalist_non_finite_in_one_window_is_never_recommended():
+    rows = {
+        (64, "bfloat16"): [(0.0090, "w1", "ok"), (0.0090, "w2", "nonfinite")],
+        (64, "float32"): [(0.0100, "w1", "ok"), (0.0100, "w2", "ok")],
+    }
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    assert now.best.config == config(64, "float32")
+    assert now.unconfirmed[config(64, "bfloat16")].startswith("nonfinite when confirmed")
+
+
+def confirmed_pair(f32_step, bf16_step, spread):
+    """float32 and bfloat16 at 64, confirmed in four windows; bfloat16's step moves by
+    ``spread`` (a fraction) from window to window."""
+    wobble = [1 + spread, 1 - spread, 1 + spread / 2, 1 - spread / 2]
+    return {
+        (64, "float32"): [(f32_step, f"w{i}", "ok") for i in range(4)],
+        (64, "bfloat16"): [(bf16_step * w, f"w{i}", "ok") for i, w in enumerate(wobble)],
+    }
+
+
+def test_a_lead_beyond_doubt_wins_and_is_reported_against_the_closest():
+    now = tuning.standing(history(SEARCH, confirmed_pair(0.0100, 0.0080, 0.005)), THROUGHPUT)
+    assert now.best.config == config(64, "bfloat16") and len(now.best.votes) == 4
+    other, comparison = now.closest
+    assert other.config == config(64, "float32")  # whatever its precision
+    assert comparison.verdict == "faster" and comparison.low > 1.15
+    # float32 at 128, only searched, is compared on the search's figures
+    assert now.comparisons[config(128, "float32")].basis == "search figures"
+
+
+def test_a_hair_is_no_reason_to_give_up_precision_but_the_pick_lists_its_equals():
+    # bfloat16 scores 1% better at the estimate, but the windows cannot tell them apart
+    now = tuning.standing(history(SEARCH, confirmed_pair(0.0100, 0.0099, 0.03)), THROUGHPUT)
+    assert now.best.config == config(64, "float32")
+    (other, comparison), *_ = now.equivalent
+    assert other.config == config(64, "bfloat16") and comparison.verdict == "undecided"
+    assert comparison.low < 1 < comparison.high
+
+
+def test_a_larger_lead_not_told_apart_goes_to_the_faster_and_lists_the_other():
+    # 6% ahead at the estimate, within the noise: the faster is the pick, the other its equal
+    now = tuning.standing(history(SEARCH, confirmed_pair(0.0100, 0.0094, 0.10)), THROUGHPUT)
+    assert now.best.config == config(64, "bfloat16")
+    assert next(s.config for s, _ in now.equivalent) == config(64, "float32")
+    assert tuning.duel(now) == []  # the pick has had more than two windows: no duel
+
+
+@pytest.mark.parametrize("windows", [2, 3])
+def test_an_undecided_pick_gets_one_duel_window(windows):
+    rows = confirmed_pair(0.0100, 0.0094, 0.10)
+    rows = {c: r[:windows] for c, r in rows.items()}
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    assert now.closest[1].verdict == "undecided"
+    expected = [] if windows > tuning.MIN_WINDOWS else [now.best.config, now.closest[0].config]
+    assert sorted(tuning.duel(now)) == sorted(expected)

@@ -1,0 +1,291 @@
+"""What the machine does while autoplace times: other processes' load, and this process's
+memory. JAX-free; reads ``/proc`` and ``getrusage`` (Linux; elsewhere the figures are
+``None``).
+
+A timing is only as good as the machine is quiet. On a shared machine other processes
+take cores in turns with the step being timed, and the spread inside one window of
+turns understates how far a figure moves a minute later. So every timed chunk also
+samples (outside the timed region):
+
+* how many *other* tasks were runnable (``procs_running`` in ``/proc/stat``, less this
+  process's own running threads);
+* the share of the wall time some task waited for a CPU (Linux's pressure stall
+  information, ``/proc/pressure/cpu``, where the kernel has it);
+* the CPU time this process got against the wall time times the cores XLA may use;
+* this process's page faults and resident memory, to tell a step that maps fresh
+  memory every step (its temporaries too large for the allocator to keep) or that leaks.
+
+:class:`Interference` sums that up for a set of measurements, and says whether the
+machine was *busy* (:attr:`Interference.busy`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import resource
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Other runnable tasks per core, on average over the timed chunks, above which the
+#: machine counts as busy: at one other task for every two cores, a step that uses every
+#: core (XLA's CPU thread pool does) loses a quarter of them to others.
+BUSY_RUNNABLE_PER_CORE = 0.5
+#: The share of the wall time some task waited for a CPU above which the machine counts as
+#: busy (pressure stall information; an idle 2-core machine timing one step reads 0-10%).
+BUSY_PRESSURE = 0.25
+
+
+def cores() -> int:
+    """The cores this process may run on (what XLA's CPU thread pool sizes itself by)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def runnable_tasks() -> int | None:
+    """Tasks runnable on the machine right now (``procs_running``), ``None`` if unknown."""
+    text = _read("/proc/stat")
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("procs_running"):
+            return int(line.split()[1])
+    return None
+
+
+def own_running_threads() -> int:
+    """This process's threads in state R (running or runnable) right now."""
+    n = 0
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        with contextlib.suppress(OSError, ValueError):
+            text = stat.read_text()
+            if text[text.rindex(")") + 2] == "R":
+                n += 1
+    return n
+
+
+def others_running() -> int | None:
+    """Runnable tasks that are not this process's threads, right now (``None``: unknown)."""
+    total = runnable_tasks()
+    return None if total is None else max(0, total - own_running_threads())
+
+
+def pressure_us() -> int | None:
+    """The kernel's running total of microseconds some task waited for a CPU."""
+    text = _read("/proc/pressure/cpu")
+    if not text:
+        return None
+    for line in text.splitlines():
+        if line.startswith("some"):
+            for field in line.split():
+                if field.startswith("total="):
+                    return int(field[len("total=") :])
+    return None
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory."""
+    text = _read("/proc/self/statm")
+    if not text:
+        return None
+    return int(text.split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def load_average() -> float | None:
+    with contextlib.suppress(OSError):
+        return os.getloadavg()[0]
+    return None
+
+
+@dataclasses.dataclass(slots=True)
+class ChunkStats:
+    """What a configuration's timed chunks saw, summed chunk by chunk (only its own chunks:
+    configurations timed in turns in one process each count their own).
+
+    :meth:`around` brackets one chunk of ``steps`` steps.
+    """
+
+    steps: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    #: (steps, page faults) of each chunk, in the order timed.
+    faults: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    pressure_us: int = 0
+    pressure_known: bool = True
+    #: Other runnable tasks, sampled at the end of each chunk.
+    others: list[int] = dataclasses.field(default_factory=list)
+    #: (steps so far, resident bytes) at the end of each chunk.
+    resident: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    @contextlib.contextmanager
+    def around(self, steps: int) -> Any:
+        """Count what happens while the block runs ``steps`` steps."""
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        psi, t = pressure_us(), time.perf_counter()
+        yield
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        psi_after = pressure_us()
+        self.steps += steps
+        self.wall_s += wall
+        self.cpu_s += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        faults = after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt
+        self.faults.append((steps, faults))
+        if psi is None or psi_after is None:
+            self.pressure_known = False
+        else:
+            self.pressure_us += psi_after - psi
+        others = others_running()
+        if others is not None:
+            self.others.append(others)
+        rss = resident_bytes()
+        if rss is not None:
+            self.resident.append((self.steps, rss))
+
+    def figures(self) -> dict[str, float | int | None]:
+        """The measurement's machine figures (see :class:`~autoplace.Measurement`)."""
+        if not self.steps or self.wall_s <= 0:
+            return dict.fromkeys(_FIGURES)
+        return {
+            "others_running": sum(self.others) / len(self.others) if self.others else None,
+            "cpu_pressure": self.pressure_us / 1e6 / self.wall_s if self.pressure_known else None,
+            "cpu_share": self.cpu_s / (self.wall_s * cores()),
+            "page_faults_per_step": _later(self.faults),
+            "resident_bytes": self.resident[-1][1] if self.resident else None,
+            "resident_growth_per_step": _slope(self.resident),
+        }
+
+
+_FIGURES = (
+    "others_running",
+    "cpu_pressure",
+    "cpu_share",
+    "page_faults_per_step",
+    "resident_bytes",
+    "resident_growth_per_step",
+)
+
+
+def _later(chunks: Sequence[tuple[int, int]]) -> float | None:
+    """Page faults per step over the later half of the chunks: the first steps of a process
+    fill its allocator's caches, which a training run pays once, not every step."""
+    later = chunks[len(chunks) // 2 :]
+    steps = sum(n for n, _ in later)
+    return sum(f for _, f in later) / steps if steps else None
+
+
+def _slope(points: Sequence[tuple[int, int]]) -> float | None:
+    """Least-squares bytes per step of resident memory over the chunks (the second half
+    only: the first chunks still fill the allocator's caches)."""
+    later = list(points[len(points) // 2 :])
+    if len(later) < 3 or later[-1][0] == later[0][0]:
+        return None
+    n = len(later)
+    mx = sum(x for x, _ in later) / n
+    my = sum(y for _, y in later) / n
+    sxx = sum((x - mx) ** 2 for x, _ in later)
+    return sum((x - mx) * (y - my) for x, y in later) / sxx if sxx else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Interference:
+    """How busy the machine was while a set of measurements was timed.
+
+    Attributes:
+        cores: the cores this process may run on.
+        others_running: other runnable tasks, on average over the timed chunks.
+        cpu_pressure: the share of the wall time some task waited for a CPU (``None``:
+            the kernel does not say).
+        cpu_share: the CPU time the measured process got over wall time x cores.
+        load: the 1-minute load average at the end.
+        measurements: how many measurements this sums up.
+    """
+
+    cores: int
+    others_running: float | None
+    cpu_pressure: float | None
+    cpu_share: float | None
+    load: float | None
+    measurements: int
+
+    @property
+    def busy(self) -> bool:
+        """Whether other processes competed for the cores enough to move the figures."""
+        crowded = (
+            self.others_running is not None
+            and self.others_running >= BUSY_RUNNABLE_PER_CORE * self.cores
+        )
+        stalled = self.cpu_pressure is not None and self.cpu_pressure >= BUSY_PRESSURE
+        return crowded or stalled
+
+    def describe(self) -> str:
+        """``7.0 other runnable processes on 2 cores, some task waiting for a CPU 64% of
+        the time`` (what was measured, as far as the machine says)."""
+        parts = []
+        if self.others_running is not None:
+            parts.append(
+                f"{self.others_running:.1f} other runnable processes on {self.cores} cores"
+            )
+        if self.cpu_pressure is not None:
+            parts.append(f"some task waiting for a CPU {self.cpu_pressure:.0%} of the time")
+        if self.load is not None:
+            parts.append(f"load average {self.load:.1f}")
+        return ", ".join(parts) or "no figures from this machine"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "busy": self.busy}
+
+    @classmethod
+    def of(cls, measurements: Iterable[Any]) -> Interference | None:
+        """The interference over ``measurements`` (each with its machine figures, weighted
+        alike); ``None`` when none has them."""
+        rows = [m for m in measurements if getattr(m, "others_running", None) is not None]
+        if not rows:
+            return None
+
+        def mean(name: str) -> float | None:
+            values = [getattr(m, name) for m in rows if getattr(m, name) is not None]
+            return sum(values) / len(values) if values else None
+
+        return cls(
+            cores=cores(),
+            others_running=mean("others_running"),
+            cpu_pressure=mean("cpu_pressure"),
+            cpu_share=mean("cpu_share"),
+            load=load_average(),
+            measurements=len(rows),
+        )
+
+
+def sample(seconds: float = 1.0, every: float = 0.05) -> Interference:
+    """How busy the machine is now, sampled for ``seconds`` by this (idle) process: what a
+    tune checks before it measures, when told to wait for quiet or to refuse a busy
+    machine."""
+    others: list[int] = []
+    psi, t = pressure_us(), time.perf_counter()
+    deadline = t + seconds
+    while time.perf_counter() < deadline:
+        n = others_running()
+        if n is not None:
+            others.append(n)
+        time.sleep(every)
+    psi_after, wall = pressure_us(), time.perf_counter() - t
+    return Interference(
+        cores=cores(),
+        others_running=sum(others) / len(others) if others else None,
+        cpu_pressure=None if psi is None or psi_after is None else (psi_after - psi) / 1e6 / wall,
+        cpu_share=None,
+        load=load_average(),
+        measurements=0,
+    )

@@ -1,0 +1,312 @@
+"""Does the verdict say no more than it knows? A calibration of ``autoplace tune``.
+
+For each workload (the examples and the curved workloads), in ONE run on one machine, in
+each condition (``idle``; ``busy``: two processes spinning beside it, started and stopped
+by this script):
+
+a. ``--tunes`` tunes with this autoplace, each a fresh ``autoplace tune`` process into a
+   study of its own, and as many with the *baseline* autoplace (the commit before the
+   verdict was made honest: ``--baseline``, run from a git worktree of it), in turns, so
+   that their wall times are paired;
+b. every claim a tune made that its pick is faster than another configuration beyond the
+   noise ("a real difference": this autoplace's ``faster`` verdicts against each other
+   confirmed finalist; the baseline's ``runner_up`` called ``significant``) is
+   re-measured minutes later, after every tune of the workload, on the idle machine, by
+   an independent loop (``benchmarks/remeasure.py``): each configuration timed in a
+   fresh process of its own, in turns, ``--rounds`` rounds, the order rotating;
+c. the figures: (a) the share of claims the re-measurement contradicts (the other
+   configuration ran faster, at the median of the rounds' ratios), and the share it
+   does not confirm (its interval holds 1); (b) the share of pairs of this autoplace's
+   tunes whose picks are not in each other's ``equivalent`` lists (each pick, the other
+   tune's pick or among the configurations it could not tell apart from); (c) the tune's
+   wall time against the baseline's, paired by turn; and, per tune, whether it said the
+   machine was busy.
+
+Run from the repository root (minutes per workload; the machine must be otherwise idle):
+
+    python benchmarks/verdict_benchmark.py                       # every workload, both conditions
+    python benchmarks/verdict_benchmark.py --workloads mlp --tunes 2 --conditions idle
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import remeasure
+import tomllib
+from results_file import write_results
+
+import autoplace
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The commit before issue 23 (the verdict that claimed more than it knew).
+BASELINE = "b7b2dfe"
+WORKLOADS = {
+    "mlp": ("studies/mnist_mlp.py", "mlp"),
+    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
+    "vgg": ("studies/vgg_predict.py", "vgg"),
+    "lstm": ("studies/lstm_classifier.py", "lstm"),
+    "classify": ("studies/single_image.py", "classify"),
+    "encoder": ("benchmarks/curved_workloads.py", "encoder"),
+    "mixer": ("benchmarks/curved_workloads.py", "mixer"),
+}
+
+
+def uptime() -> str:
+    with contextlib.suppress(OSError):
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return ""
+
+
+@contextlib.contextmanager
+def background_load(spinners: int) -> Iterator[None]:
+    """``spinners`` processes spinning on the CPU while the block runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(spinners)]
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@contextlib.contextmanager
+def baseline_tree(rev: str) -> Iterator[Path]:
+    """A git worktree of ``rev`` (removed afterwards): the baseline autoplace's code."""
+    folder = Path(tempfile.mkdtemp(prefix="autoplace-baseline-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=ROOT,
+                   check=True, capture_output=True)  # fmt: skip
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT,
+                       capture_output=True)  # fmt: skip
+
+
+def run_tune(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
+    """One ``autoplace tune`` in a fresh process (``code``: a tree to run instead of this
+    one), into a study of its own; its recommendation file and wall time."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    out, db = folder / f"{tag}.toml", folder / f"{tag}.db"
+    cmd = [sys.executable, "-m", "autoplace", "tune", str(ROOT / model), "--workload", workload,
+           "--storage", f"sqlite:///{db}", "--out", str(out), "--json"]  # fmt: skip
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=folder)
+    wall = time.perf_counter() - t
+    if done.returncode != 0 or not out.exists():
+        return {"tag": tag, "wall_s": wall, "error": (done.stderr or done.stdout)[-600:]}
+    return {"tag": tag, "wall_s": wall, "doc": tomllib.loads(out.read_text())}
+
+
+def key(c: dict[str, Any]) -> str:
+    """A configuration of a file as remeasure names it: ``cpu:0/64/float32/128``."""
+    width = "" if c.get("width") is None else f"/{c['width']}"
+    return f"{c['device']}/{c['batch_size']}/{c['precision']}{width}"
+
+
+def claims_of(doc: dict[str, Any], baseline: bool) -> list[tuple[str, str]]:
+    """The (pick, other) pairs a tune called a real difference."""
+    rec = doc["recommendation"]
+    if baseline:
+        r = rec.get("runner_up")
+        return [(key(rec), key(r))] if r and r.get("significant") else []
+    found = [*rec.get("finalists", []), *([rec["closest"]] if "closest" in rec else [])]
+    return sorted({(key(rec), key(c)) for c in found if c.get("verdict") == "faster"})
+
+
+def pick_and_equals(doc: dict[str, Any]) -> tuple[str, set[str]]:
+    rec = doc["recommendation"]
+    return key(rec), {key(e) for e in rec.get("equivalent", [])}
+
+
+def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two tunes agree when their picks are the same, or each is among the configurations
+    the other could not tell apart from its pick."""
+    (pa, ea), (pb, eb) = pick_and_equals(a), pick_and_equals(b)
+    return pa == pb or (pb in ea and pa in eb)
+
+
+def recheck(model: str, workload: str, pair: tuple[str, str], rounds: int, seconds: float):
+    """The pick and the other, re-measured in turns in fresh processes: the median ratio
+    pick/other over rounds and its interval (the pick's width resolved by remeasure)."""
+    configs = [remeasure.Config.parse(k) for k in pair]
+    report = remeasure.remeasure(
+        ROOT / model,
+        workload,
+        configs,
+        rounds=rounds,
+        settings=remeasure.TimingSettings(seconds=seconds, loop="fed"),
+        progress=lambda line: None,
+    )
+    a, b = report.configs
+    p = remeasure.compare(a, b, report.turns)
+    interval = p.interval
+    return {
+        "ratio": p.median,
+        "low": interval.low if interval else None,
+        "high": interval.high if interval else None,
+        "rounds": len(p.ratios),
+        "led": p.a_led,
+    }
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The three figures, and what they rest on."""
+    out: dict[str, Any] = {}
+    for who in ("new", "baseline"):
+        claims = [c for r in rows for c in r["claims"][who]]
+        checked = [c for c in claims if c.get("ratio") is not None]
+        contradicted = [c for c in checked if c["ratio"] < 1]
+        unconfirmed = [c for c in checked if c["low"] is None or c["low"] <= 1]
+        out[who] = {
+            "claims": len(claims),
+            "contradicted": len(contradicted),
+            "not_confirmed": len(unconfirmed),
+            "contradicted_share": len(contradicted) / len(checked) if checked else None,
+        }
+    pairs = [ok for r in rows for ok in r["agreement"]]
+    out["pairs"] = {
+        "pairs": len(pairs),
+        "disagree": pairs.count(False),
+        "disagree_share": pairs.count(False) / len(pairs) if pairs else None,
+    }
+    ratios = [x for r in rows for x in r["wall_ratio"]]
+    out["wall"] = {
+        "median_ratio": statistics.median(ratios) if ratios else None,
+        "min": min(ratios, default=None),
+        "max": max(ratios, default=None),
+    }
+    said = [s for r in rows for s in r["busy_said"]]
+    out["busy_said"] = {"tunes": len(said), "said": sum(said)}
+    return out
+
+
+def tunes_in_turns(
+    args: argparse.Namespace, name: str, condition: str, old: Path, folder: Path
+) -> dict[str, list[dict]]:
+    """``--tunes`` tunes of each autoplace, alternating which goes first."""
+    model, workload = WORKLOADS[name]
+    tunes: dict[str, list[dict]] = {"new": [], "baseline": []}
+    load = background_load(2) if condition == "busy" else contextlib.nullcontext()
+    with load:
+        for n in range(args.tunes):
+            order = [("new", None), ("baseline", old)]
+            for who, code in order if n % 2 == 0 else order[::-1]:
+                tag = f"{name}-{condition}-{who}-{n}"
+                found = run_tune(code, model, workload, folder, tag)
+                found["uptime"] = uptime()
+                tunes[who].append(found)
+                pick = key(found["doc"]["recommendation"]) if "doc" in found else "error"
+                print(f"{tag}: {found['wall_s']:.1f} s, {pick}", flush=True)
+    return tunes
+
+
+def described(t: dict[str, Any]) -> dict[str, Any]:
+    """A tune as the results file keeps it (its document summed up)."""
+    out = {k: v for k, v in t.items() if k != "doc"}
+    if "doc" in t:
+        rec = t["doc"]["recommendation"]
+        out |= {
+            "pick": key(rec),
+            "equivalent": sorted(pick_and_equals(t["doc"])[1]),
+            "closest": rec.get("closest") or rec.get("runner_up"),
+            "findings": [f["kind"] for f in t["doc"].get("findings", [])],
+        }
+    return out
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    rows = []
+    checked: dict[tuple[str, str, str], dict] = {}
+    with baseline_tree(args.baseline) as old, tempfile.TemporaryDirectory() as tmp:
+        for name in args.workloads:
+            model, workload = WORKLOADS[name]
+            for condition in args.conditions:
+                before = uptime()
+                tunes = tunes_in_turns(args, name, condition, old, Path(tmp))
+                ok = {w: [t for t in ts if "doc" in t] for w, ts in tunes.items()}
+                claims: dict[str, list[dict]] = {"new": [], "baseline": []}
+                for who in ("new", "baseline"):
+                    for t in ok[who]:
+                        for pair in claims_of(t["doc"], who == "baseline"):
+                            if (name, *pair) not in checked:  # on the idle machine
+                                print(f"  re-measuring {pair[0]} against {pair[1]}", flush=True)
+                                checked[(name, *pair)] = recheck(
+                                    model, workload, pair, args.rounds, args.seconds
+                                )
+                            claims[who].append(
+                                {
+                                    "pick": pair[0],
+                                    "other": pair[1],
+                                    "tune": t["tag"],
+                                    **checked[(name, *pair)],
+                                }
+                            )
+                rows.append(
+                    {
+                        "workload": name,
+                        "condition": condition,
+                        "uptime_before": before,
+                        "tunes": {w: [described(t) for t in ts] for w, ts in tunes.items()},
+                        "claims": claims,
+                        "agreement": [
+                            agree(a["doc"], b["doc"])
+                            for a, b in itertools.combinations(ok["new"], 2)
+                        ],
+                        "wall_ratio": [
+                            n["wall_s"] / b["wall_s"]
+                            for n, b in zip(tunes["new"], tunes["baseline"], strict=True)
+                        ],
+                        "busy_said": [
+                            any(f["kind"] == "busy_machine" for f in t["doc"].get("findings", []))
+                            for t in ok["new"]
+                        ],
+                    }
+                )
+                print(json.dumps(summarize(rows[-1:])), flush=True)
+    return {
+        "rows": rows,
+        "summary": summarize(rows),
+        "per_condition": {
+            c: summarize([r for r in rows if r["condition"] == c]) for c in args.conditions
+        },
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=lambda s: s.split(","), default=list(WORKLOADS))
+    parser.add_argument("--conditions", type=lambda s: s.split(","), default=["idle", "busy"])
+    parser.add_argument("--tunes", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--baseline", default=BASELINE)
+    args = parser.parse_args(argv)
+    started = uptime()
+    body = bench(args)
+    body["uptime"] = {"start": started, "end": uptime()}
+    with autoplace.SubprocessBackend() as backend:
+        devices = backend.devices()
+    path = write_results("verdict", devices, ROOT / "benchmarks" / "results", body)
+    print(json.dumps(body["summary"], indent=2))
+    print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
