@@ -200,15 +200,26 @@ class _Worker:
         timeout: float,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> tuple[Any, ...] | _Stop:
-        """Send ``message``; return the reply, or a :class:`_Stop`. ``timeout`` counts from
-        the last sign of life: the request, or a progress message the worker sent (each
-        configuration's set-up, each turn of the timed loops), which also goes to
-        ``on_progress``."""
+        """Send ``message``; return the reply, or a :class:`_Stop` (see :meth:`receive`)."""
+        return self.send(message) or self.receive(timeout, on_progress)
+
+    def send(self, message: tuple[str, Any]) -> _Stop | None:
+        """Send ``message`` without waiting for its reply; a :class:`_Stop` if the worker is
+        gone."""
         try:
             self._conn.send(message)
         except (BrokenPipeError, OSError):
             return _Stop("crash", self.death_reason())
         self._busy = True
+        return None
+
+    def receive(
+        self, timeout: float, on_progress: Callable[[Progress], None] | None = None
+    ) -> tuple[Any, ...] | _Stop:
+        """The reply to what was sent, or a :class:`_Stop`. ``timeout`` counts from the last
+        sign of life: the request, or a progress message the worker sent (each
+        configuration's set-up, each turn of the timed loops), which also goes to
+        ``on_progress``."""
         deadline, on = time.monotonic() + timeout, None
         while True:
             remaining = deadline - time.monotonic()
@@ -259,7 +270,13 @@ class _Worker:
     ) -> tuple[Any, ...] | _Stop:
         """A round trip that raises what the worker raised on purpose, and a
         :class:`WorkerError` for autoplace's own bugs."""
-        reply = self.roundtrip((op, payload), timeout, on_progress)
+        return self.send((op, payload)) or self.answer(timeout, on_progress)
+
+    def answer(
+        self, timeout: float, on_progress: Callable[[Progress], None] | None = None
+    ) -> tuple[Any, ...] | _Stop:
+        """The reply to a request :meth:`send` sent, as :meth:`call` returns it."""
+        reply = self.receive(timeout, on_progress)
         if isinstance(reply, _Stop):
             return reply
         if reply[0] == "raise":
@@ -503,12 +520,11 @@ class _FreshWindow:
         if self.on_progress is not None:
             self.on_progress(Progress(i, what))
 
-    def _fail(self, i: int, status: str, reason: str) -> None:
-        self.results[i] = _failed(self.requests[i], status, reason)
-
     def _ask(self, i: int, op: str, payload: Any) -> Any:
         """A worker's answer to ``op``, or :class:`_Dropped` when it failed."""
-        reply = self.workers[i].call(op, payload, self.timeout, self.on_progress)
+        return self._answer(i, self.workers[i].call(op, payload, self.timeout, self.on_progress))
+
+    def _answer(self, i: int, reply: tuple[Any, ...] | _Stop) -> Any:
         if isinstance(reply, _Stop):
             raise _Dropped(i, _failed(self.requests[i], reply.status, reply.reason))
         if reply[0] == "failed":
@@ -527,10 +543,13 @@ class _FreshWindow:
                 raise WorkerError(
                     f"a fresh measurement worker failed to start: {why}; see {worker.kept_log()}"
                 )
+        # Set up together: every process builds, traces and loads its compile at once (no
+        # timing runs yet), then the loops take turns one process at a time.
+        sent = [w.send(("prepare", r)) for w, r in zip(self.workers, self.requests, strict=True)]
         live = []
-        for i, request in enumerate(self.requests):
+        for i, stop in enumerate(sent):
             try:
-                self._ask(i, "prepare", request)
+                self._answer(i, stop or self.workers[i].answer(self.timeout, self.on_progress))
                 live.append(i)
             except _Dropped as dropped:
                 self.results[i] = dropped.measurement
