@@ -99,6 +99,7 @@ def test_bad_input_is_one_line_and_exit_2(
 # These need the worker to import the model file or list the devices.
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
@@ -120,6 +121,7 @@ def test_a_broken_model_file_contract_is_one_line_and_exit_2(
     assert_one_line_error(*run_cli(capsys, *args), *fragments)
 
 
+@pytest.mark.slow
 def test_max_memory_too_small_says_so_in_units_that_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -128,6 +130,7 @@ def test_max_memory_too_small_says_so_in_units_that_read(
     assert "over the 1.0 KiB limit" in json.loads(out)["reason"]
 
 
+@pytest.mark.slow
 def test_syntax_error_names_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
     path = model("syntax_error")
     assert_one_line_error(
@@ -137,6 +140,7 @@ def test_syntax_error_names_file_and_line(capsys: pytest.CaptureFixture[str]) ->
     )
 
 
+@pytest.mark.slow
 def test_exception_at_import_names_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
     path = model("import_error")
     assert_one_line_error(
@@ -146,12 +150,14 @@ def test_exception_at_import_names_file_and_line(capsys: pytest.CaptureFixture[s
     )
 
 
+@pytest.mark.slow
 def test_no_workload_found(capsys: pytest.CaptureFixture[str]) -> None:
     assert_one_line_error(
         *run_cli(capsys, "measure", str(model("no_workload")), "-b", "4"), "no workload found"
     )
 
 
+@pytest.mark.slow
 def test_several_workloads_need_a_name(capsys: pytest.CaptureFixture[str]) -> None:
     studies = str(REPO / "studies" / "mnist_mlp.py")
     assert_one_line_error(
@@ -164,6 +170,7 @@ def test_several_workloads_need_a_name(capsys: pytest.CaptureFixture[str]) -> No
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu:7", "tpu", "cuda:1"])
 def test_unknown_device(capsys: pytest.CaptureFixture[str], device: str) -> None:
     assert_one_line_error(
@@ -190,6 +197,7 @@ KEYS = {
 }
 
 
+@pytest.mark.slow
 def test_measure_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "measure", TINY, "-b", "4", "-p", "bf16", "--json")
     assert code == 0, err
@@ -207,6 +215,7 @@ def test_measure_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["samples_per_s"] == pytest.approx(4 / data["step_s"])
 
 
+@pytest.mark.slow
 def test_crash_json_exits_non_zero(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "measure", str(model("crash")), "-b", "4", "--json")
     assert code == 1, err
@@ -216,6 +225,7 @@ def test_crash_json_exits_non_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["step_s"] is None
 
 
+@pytest.mark.slow
 def test_failed_measurement_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "measure", str(model("raises")), "-b", "4")
     assert code == 1
@@ -223,6 +233,7 @@ def test_failed_measurement_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "broken" in out  # the workload's name in the title
 
 
+@pytest.mark.slow
 def test_too_big_with_max_memory(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "measure", TINY, "-b", "4", "--max-memory", "1KiB", "--json")
     assert code == 1
@@ -246,6 +257,7 @@ def _autoplace(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_entry_point_bad_input() -> None:
     done = _autoplace("measure", "missing.py", "-b", "0")
     assert done.returncode == 2
@@ -254,6 +266,7 @@ def test_entry_point_bad_input() -> None:
     assert done.stderr.startswith("autoplace: error: batch size must be")
 
 
+@pytest.mark.slow
 def test_entry_point_version() -> None:
     done = _autoplace("--version")
     assert done.returncode == 0
@@ -267,8 +280,8 @@ def test_entry_point_version() -> None:
         (["--search", "tpe"], "unknown search"),
         (["--max-memory", "lots"], "cannot read size"),
         (["--batch-sizes", "8..4"], "cannot read batch sizes"),
-        (["--precisions", "fp8"], "unknown precision"),
-        (["--devices", "tpu:0"], "unknown device"),
+        pytest.param(["--precisions", "fp8"], "unknown precision", marks=pytest.mark.slow),
+        pytest.param(["--devices", "tpu:0"], "unknown device", marks=pytest.mark.slow),
     ],
 )
 def test_tune_bad_input_is_one_line_and_exit_2(
@@ -282,6 +295,7 @@ def test_tune_bad_input_is_one_line_and_exit_2(
     assert_one_line_error(code, out, err, fragment)
 
 
+@pytest.mark.slow
 def test_tune_refuses_a_file_that_is_not_a_database(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -315,7 +329,7 @@ def _tuned_file(
         model_file,
         batch_sizes=batches,
         precisions=precisions,
-        storage=f"sqlite:///{tmp_path / 's.db'}",
+        storage=f"journal:///{tmp_path / 's.log'}",
         out=out_file,
         strategy=autoplace.Grid(),
         backend=backend,
@@ -406,10 +420,19 @@ def _locked_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[st
     ("setup", "fragments", "exit_code"),
     [
         (_read_only_out, ["is not writable", "--out"], 2),
-        (_cut_journal, ["cut or damaged", "delete its last line"], 2),
-        (_foreign_study, ["not made by autoplace", "pass another --study"], 2),
-        (_password_in_url, ["cannot open study storage", "me:***@127.0.0.1:9", "password=***"], 2),
-        (_locked_database, ["busy or unreachable", "run the same command again"], 1),
+        *(
+            pytest.param(*case, marks=pytest.mark.slow)  # the worker starts as the storage opens
+            for case in (
+                (_cut_journal, ["cut or damaged", "delete its last line"], 2),
+                (_foreign_study, ["not made by autoplace", "pass another --study"], 2),
+                (
+                    _password_in_url,
+                    ["cannot open study storage", "me:***@127.0.0.1:9", "password=***"],
+                    2,
+                ),
+                (_locked_database, ["busy or unreachable", "run the same command again"], 1),
+            )
+        ),
     ],
 )
 def test_tune_faults_of_storage_and_output_are_one_line(

@@ -49,7 +49,7 @@ def grid_result(tmp_path_factory):
         batch_sizes=DEFAULT_BATCH_SIZES,
         devices=("cpu:0", "cpu:1"),
         precisions=("float32",),
-        storage=f"sqlite:///{tmp / 's.db'}",
+        storage=f"journal:///{tmp / 's.log'}",
         out=tmp / "autoplace.toml",
         backend=backend,
         strategy=Grid(),

@@ -20,7 +20,7 @@ def _tune(tmp_path, **kwargs):
     options = dict(
         batch_sizes=(8, 16, 32),
         precisions=("float32", "bfloat16"),
-        storage=f"sqlite:///{tmp_path / 's.db'}",
+        storage=f"journal:///{tmp_path / 's.log'}",
         out=tmp_path / "autoplace.toml",
         backend=SyntheticBackend(),
         strategy=autoplace.Grid(),

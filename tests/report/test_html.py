@@ -26,7 +26,7 @@ def tuned(tmp_path_factory):
         model,
         devices=("cpu:0", "cpu:1"),
         precisions=("float32", "bfloat16"),
-        storage=f"sqlite:///{tmp / 's.db'}",
+        storage=f"journal:///{tmp / 's.log'}",
         out=tmp / "autoplace.toml",
         backend=SyntheticBackend(devices=("cpu:0", "cpu:1")),
     )

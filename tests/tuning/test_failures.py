@@ -61,7 +61,7 @@ def test_a_tune_stops_trying_an_arm_that_fails_whatever_the_batch(tmp_path):
     model.write_text("# synthetic\n")
     backend = SyntheticBackend(fail=nan_at_float16)
     batches = tuple(2**i for i in range(3, 12))
-    storage = f"sqlite:///{tmp_path / 's.db'}"
+    storage = f"journal:///{tmp_path / 's.log'}"
     result = autoplace.tune(
         model, batch_sizes=batches, storage=storage, out=tmp_path / "a.toml", backend=backend
     )
@@ -96,7 +96,7 @@ def test_an_arm_that_hangs_or_fails_to_trace_costs_one_or_two_tries(
         model,
         batch_sizes=tuple(2**i for i in range(13)),
         precisions=("float32", "bfloat16"),
-        storage=f"sqlite:///{tmp_path / 's.db'}",
+        storage=f"journal:///{tmp_path / 's.log'}",
         out=tmp_path / "a.toml",
         backend=backend,
     )
@@ -118,7 +118,7 @@ def test_a_lower_precision_too_far_from_float32_is_never_recommended(tmp_path):
             model,
             batch_sizes=(16, 32, 64),
             precisions=("float32", "bfloat16", "float16"),
-            storage=f"sqlite:///{tmp_path / 's.db'}",
+            storage=f"journal:///{tmp_path / 's.log'}",
             study=study,
             out=tmp_path / f"{study}.toml",
             backend=backend,
