@@ -11,7 +11,7 @@ import autoplace
 def tuned(tmp_path):
     model = tmp_path / "m.py"
     model.write_text("# synthetic\n")
-    url = f"journal:///{tmp_path / 's.log'}"
+    url = f"sqlite:///{tmp_path / 's.db'}"
     result = autoplace.tune(
         model, precisions=("float32", "bfloat16"), storage=url, out=None, backend=SyntheticBackend()
     )
