@@ -165,18 +165,16 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
 def _best_table(result: TuneResult) -> Table:
     """The best of each (device, precision): every column from the loop the score rests on."""
     obj = result.objective
-    table = Table(
-        title=f"Best per device and precision — {obj.describe()}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = narrow_table(f"Best per device and precision — {obj.describe()}")
     several_widths = len(result.space.widths) > 1
     columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
     step_label = "fed step" if obj.loop == "fed" else "step"
     columns += [obj.unit if obj.unit != "s" else "seconds", step_label, "±", "compile", "memory"]
     for col in columns:
-        table.add_column(col, justify="left" if col in ("device", "precision") else "right")
+        # No cell is ever wrapped or cut: the widest row fits 80 columns (a log's width).
+        table.add_column(
+            col, justify="left" if col in ("device", "precision") else "right", no_wrap=True
+        )
     for i, s in enumerate(result.per_device_precision):
         m = s.measurement
         cells = [m.device, m.precision, str(m.batch_size)]
@@ -190,6 +188,30 @@ def _best_table(result: TuneResult) -> Table:
         ]
         table.add_row(*cells, style="bold green" if i == 0 else None)
     return table
+
+
+def narrow_table(title: str) -> Table:
+    """A table laid out to fit 80 columns (a log's width, and rich's off a terminal): one
+    space of padding and a space between columns, no frame."""
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+
+
+def where(c: Any, width: bool = True) -> str:
+    """A configuration in words (``cpu:0 float32 batch 64 width 8``), the width left out
+    when the study searched one (``width=False``) or has none."""
+    shown = f"{c['device']} {c['precision']} batch {c['batch_size']}"
+    return shown + (f" width {c['width']}" if width and c.get("width") is not None else "")
+
+
+def _several_widths(doc: dict[str, Any]) -> bool:
+    return len(doc.get("search_space", {}).get("widths") or ()) > 1
 
 
 def _arms_out(study: dict[str, Any], console: Console) -> None:
@@ -219,7 +241,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     ended = result.standing.ended
     rest = [m for m in failed if (m.device, m.precision, m.width) not in ended]
     for m in rest[:8]:
-        console.print(f"  [red]{m.status}[/] {m.device} b={m.batch_size} {m.precision}: {m.reason}")
+        console.print(f"  [red]{m.status}[/] {_config_text(m)}: {m.reason}", highlight=False)
     if len(rest) > 8:
         console.print(f"  … and {len(rest) - 8} more (see --json)")
     if result.best is None:
@@ -233,6 +255,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         f"({confirmation(len(result.best.votes), b.interleaved_with)})"
     )
     rec = result.document.get("recommendation", {})
+    several = _several_widths(result.document)
     runner = rec.get("runner_up")
     if runner:
         verdict = (
@@ -241,14 +264,15 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
             else "[yellow]within the measurement noise: treat them as equal[/]"
         )
         console.print(
-            f"margin over the runner-up ({runner['device']}, {runner['precision']}, batch "
-            f"{runner['batch_size']}): {units.percent(runner['margin'])} vs noise "
+            f"margin over the runner-up ({where(runner, several)}): "
+            f"{units.percent(runner['margin'])} vs noise "
             f"±{units.percent(runner['noise'])} — {verdict}"
             + ("" if runner.get("confirmed", True) else " (its search figures, not confirmed)")
         )
-    tie = within_noise(rec)
+    tie = within_noise(rec, several)
     if tie:
         console.print(tie)
+    _per_width(result.document, console)
     if result.explanation is not None:
         # The verdict is said above; then the two sentences that say why.
         for sentence in result.explanation.sentences[1:3]:
@@ -270,15 +294,12 @@ PREFERENCE_TEXT = (
 )
 
 
-def within_noise(rec: dict[str, Any]) -> str:
+def within_noise(rec: dict[str, Any], several_widths: bool = False) -> str:
     """The finalists the winner does not beat beyond the noise, in one line ('' if none)."""
     tied = rec.get("within_noise") or []
     if not tied:
         return ""
-    names = ", ".join(
-        f"{t['device']} {t['precision']} batch {t['batch_size']} ({_behind(t['margin'])})"
-        for t in tied
-    )
+    names = ", ".join(f"{where(t, several_widths)} ({_behind(t['margin'])})" for t in tied)
     return f"[yellow]equal within the noise:[/] {names} — {PREFERENCE_TEXT}"
 
 
@@ -288,8 +309,33 @@ def _spread_text(spread: float | None, chunks: int | None) -> str:
 
 
 def _behind(margin: float) -> str:
-    """A runner's standing against the winner, from the winner's margin over it."""
-    return f"{units.percent(margin)} behind" if margin >= 0 else f"{units.percent(-margin)} ahead"
+    """A runner's standing against the winner, from the winner's margin over it: the winner
+    scoring ``1 + margin`` times the runner's (4.957: 495.7% ahead), the runner scores
+    ``1/(1 + margin)`` of the winner's, ``margin/(1 + margin)`` behind (83.2%)."""
+    own = margin / (1.0 + margin)
+    if own < 0:
+        return f"{units.percent(-own)} ahead, within the noise"
+    if margin - own < 0.05:  # the two figures nearly agree: one says it
+        return f"{units.percent(own)} behind"
+    return f"{units.percent(own)} behind (the winner {units.percent(margin)} ahead)"
+
+
+def _per_width(doc: dict[str, Any], console: Console) -> None:
+    """The best of each width, and which of them rest on one point: an arm measured at one
+    batch size only, so that its pick is one noisy figure, not a curve's best."""
+    unit = doc.get("objective", {}).get("unit", "")
+    for pw in doc.get("per_width", []):
+        line = (
+            f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
+            f"{pw['precision']} — {units.score(pw['figures'].get('score'), unit)}"
+        )
+        batches = pw.get("arm_batches")
+        if batches is not None and len(batches) < 2:
+            line += (
+                " [yellow](rests on one point: its arm ran at that batch size only; "
+                "`autoplace explain --measure` adds its neighbour)[/]"
+            )
+        console.print(line, highlight=False)
 
 
 def confirmation(votes: int, interleaved_with: int | None) -> str:
@@ -334,27 +380,25 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     ):
         table.add_row(label, value)
     console.print(table)
+    several = _several_widths(doc)
     runner = rec.get("runner_up")
     if runner:
         console.print(
-            f"runner-up: {runner['device']} {runner['precision']} batch {runner['batch_size']}, "
+            f"runner-up: {where(runner, several)}, "
             f"{_behind(runner['margin'])} (noise ±{units.percent(runner['noise'])}"
             f"{'' if runner['significant'] else ', within noise'}"
             f"{'' if runner.get('confirmed', True) else '; search figures, not confirmed'})"
         )
-    tie = within_noise(rec)
+    tie = within_noise(rec, several)
     if tie:
         console.print(tie)
     for alt in doc.get("alternatives", []):
+        width = f", width {alt['width']}" if several and alt.get("width") is not None else ""
         console.print(
-            f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "
+            f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']}{width} — "
             f"{units.score(alt['figures'].get('score'), obj.get('unit', ''))}"
         )
-    for pw in doc.get("per_width", []):
-        console.print(
-            f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
-            f"{pw['precision']} — {units.score(pw['figures'].get('score'), obj.get('unit', ''))}"
-        )
+    _per_width(doc, console)
     _arms_out(doc["study"], console)
     study, fp = doc["study"], doc.get("fingerprint", {})
     sw = fp.get("software", {})
@@ -371,34 +415,22 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
     console = console or Console()
     for sentence in explanation.sentences:
         console.print(f"• {sentence}", highlight=False)
-    table = Table(title=f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
-    for col in (
-        "arm",
-        "a (fixed)",
-        "c (per sample)",
-        "h (feeding)",
-        "holds for",
-        "fit error",
-        "leaves it at",
-        "one-off",
-    ):
-        table.add_column(col, justify="left" if col == "arm" else "right")
+    table = narrow_table(f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
+    # Headers of short words and figures that never wrap: at 80 columns nothing is cut.
+    table.add_column("arm", min_width=9)  # "bfloat16", "width 128" whole
+    for col in ("a:\nfixed", "c: per\nsample", "h:\nfeeding", "holds\nfor", "fit\nerror"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("leaves\nthe line", justify="right", no_wrap=True)
+    table.add_column("one-off", justify="right", no_wrap=True)
     for model in explanation.models.values():
         line = model.line(explanation.loop)
+        label = model.label.replace(" width ", "\nwidth ")
         if line is None:
-            table.add_row(
-                model.label,
-                "-",
-                "-",
-                "-",
-                "one batch size",
-                "-",
-                "-",
-                units.seconds(model.one_off_s),
-            )
+            ran = f"batch {model.measured[0]}" if model.measured else "-"
+            table.add_row(label, "-", "-", "-", ran, "-", "-", units.seconds(model.one_off_s))
             continue
         table.add_row(
-            model.label,
+            label,
             units.seconds(line.fixed),
             units.seconds(line.per_sample),
             units.seconds(model.transfer_per_sample),
@@ -413,8 +445,8 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
 def _leaves(line: Any) -> str:
     """Where the measurements leave a fitted line, signed (+: slower than the line)."""
     out = [
-        f"{b} ({off:+.0%})"
+        f"{b} {off:+.0%}"
         for b, off in ((line.below_at, line.below), (line.departs_at, line.departure))
         if b is not None and off is not None
     ]
-    return ", ".join(out) or "-"
+    return "\n".join(out) or "-"
