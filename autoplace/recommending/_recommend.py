@@ -177,28 +177,44 @@ class _Lookup:
             return None
 
     def stored(self, url: str, study: str | None) -> Recommendation | None:
-        """The answer a finished tune left with the study for this key (exact matches
-        only), cached on the way; ``None`` when there is none."""
-        from autoplace.study import find_answer
+        """The answer a finished tune left with a study for this key (exact matches only),
+        cached on the way; ``None`` when there is none. Without ``study``, every study of
+        this model file, objective and machine is looked at (one per workload and set of
+        widths searched): of those that measured the widths asked, the one that searched
+        exactly those, else the newest."""
+        from autoplace.study import answers_ending, find_answer
 
         wl = self.key.workload
         hw = fingerprint.hardware(list(self.devices))
         suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
-        name = study or (f"{wl['name']}{suffix}" if wl["name"] else None)
-        answer = find_answer(url, name=name, suffix=suffix)
-        if answer is None or not self._answers_this(answer) or self._too_old(answer):
+        if study is not None:
+            answers = [find_answer(url, name=study, suffix=suffix)]
+        else:
+            answers = list(answers_ending(url, suffix).values())
+        usable = [
+            a for a in answers if a is not None and self._answers_this(a) and not self._too_old(a)
+        ]
+        if not usable:
             return None
+        answer = max(usable, key=lambda a: (self._exactly(a), str(a.get("created"))))
         self.save(answer, "study")
         return self.value(answer, "study", None)
 
+    def _exactly(self, answer: Mapping[str, Any]) -> bool:
+        """Whether ``answer``'s tune searched exactly the widths asked (or, asked none, the
+        file's default alone)."""
+        wl = answer.get("workload", {})
+        return sorted(wl.get("widths") or []) == sorted(asked_widths(answer, self.key))
+
     def _answers_this(self, answer: Mapping[str, Any]) -> bool:
-        """Whether a study's answer is an exact one for this key."""
+        """Whether a study's answer is an exact one for this key: the same file, workload,
+        objective and software, and the widths asked among those its tune measured."""
         wl, mine = answer.get("workload", {}), self.key.workload
         return (
             answer.get("answer_schema") == self.key.software["answer_schema"]
             and wl.get("sha256") == mine["sha256"]
             and (mine["name"] is None or wl.get("name") == mine["name"])
-            and (mine["widths"] is None or sorted(wl.get("widths") or []) == mine["widths"])
+            and set(asked_widths(answer, self.key)) <= set(wl.get("widths") or [None])
             and {k: v for k, v in answer.get("objective", {}).items()
                  if k not in ("direction", "unit")} == dict(self.key.objective)
             and {k: answer.get("software", {}).get(k) for k in ("jax", "jaxlib")}
@@ -212,7 +228,7 @@ class _Lookup:
 
     def value(self, answer: Mapping[str, Any], source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
-        pick, winner, notes = choose(answer, **self.limits)
+        pick, winner, notes = choose(answer, **self.limits, widths=asked_widths(answer, self.key))
         runner = answer.get("runner_up") or {}
         objective = answer.get("objective", {})
         return Recommendation(
@@ -320,6 +336,19 @@ def _tune_once(
         return lookup.value(result.answer, "tuned", None)
     finally:
         lock.release()
+
+
+def asked_widths(answer: Mapping[str, Any], key: Key) -> list[int | None]:
+    """The widths a look-up asks of ``answer``: those in ``key``, else the file's default
+    width as the answer records it (an answer from before widths were recorded: the one
+    width it searched, which without ``--widths`` was the default)."""
+    if key.workload["widths"]:
+        return list(key.workload["widths"])
+    wl = answer.get("workload", {})
+    if "default_width" in wl:
+        return [wl["default_width"]]
+    searched = wl.get("widths") or [None]
+    return list(searched) if len(searched) == 1 else [None]
 
 
 def _run_length(

@@ -173,7 +173,8 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
             f"`autoplace tune {model}` first, or pass --study NAME / --storage URL"
         )
     raise BadInputError(
-        f"{model} has several studies ({', '.join(sorted(found))}): pick one with --workload NAME"
+        f"{model} has several {objective} studies ({', '.join(sorted(found))}: one per "
+        "workload and set of widths searched): pick one with --study NAME or --workload NAME"
     )
 
 

@@ -329,3 +329,48 @@ def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, 
     code, out, _ = run_cli(capsys, "cache", "clear")
     assert code == 0 and "removed 2 cached file(s)" in out
     assert Cache(env.cache).entries() == []
+
+
+def _wider_is_faster(request):
+    """Width 64 runs twice as slow as width 128: the study's pick is width 128."""
+    return 2.0 if request.config.width == 64 else 1.0
+
+
+def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
+    # tune --widths 64,128 of a file whose default is 64; then recommend with no widths
+    # answers for the default (64), --widths 128 for 128, both from that tune's study.
+    from test_cli import run_cli
+
+    from autoplace.recommending import Cache
+    from autoplace.recommending._machine import probe, probe_key
+
+    url = f"sqlite:///{env.cache.parent / 'team.db'}"
+    backend = SyntheticBackend(slowdown=_wider_is_faster)
+    searched = autoplace.tune(
+        env.model, widths=(64, 128), storage=url, out=None, backend=backend, **SPACE
+    )
+    assert searched.best.config.width == 128
+    assert "-w64-128-throughput-" in searched.study_name  # its own study, named for them
+    default = env(storage=url, on_miss="raise", backend=backend)
+    assert (default.source, default.width) == ("study", 64)
+    assert any("the study's pick over every width it searched is width 128" in line
+               for line in default.limits)  # fmt: skip
+    wide = env(storage=url, on_miss="raise", backend=backend, widths=[128])
+    assert (wide.source, wide.width, wide.exact) == ("study", 128, True)
+    assert wide.why and wide.margin is not None  # the study's own pick, with its margin
+    # the command line, as a launcher runs it: the same answers
+    cache = Cache(env.cache)
+    cache.write(
+        cache.machine_path(probe_key(probe())),
+        {"devices": [d.__dict__ for d in SyntheticBackend().devices()]},
+    )
+    monkeypatch.setenv("AUTOPLACE_CACHE", str(env.cache))
+    for args, width in (([], 64), (["--widths", "128"], 128), (["--widths", "64"], 64)):
+        asked = ["--storage", url, "--on-miss", "raise", "--json", *args]
+        code, out, err = run_cli(capsys, "recommend", str(env.model), *asked)
+        assert code == 0, err
+        assert json.loads(out)["width"] == width
+    # a tune of the default width alone keeps the study name it always had
+    alone = autoplace.tune(env.model, storage=url, out=None, backend=backend, **SPACE)
+    assert alone.study_name == searched.study_name.replace("-w64-128", "")
+    assert alone.best.config.width == 64
