@@ -32,13 +32,20 @@ def choose(
             f"the answer holds no configuration of width {shown} that ran: tune again with "
             f"--widths {shown.replace(', ', ',')}"
         )
+    # A precision strays as far as the worst of its arm's measured outputs: a candidate its
+    # tune never compared with float32 is judged by those of its arm that were.
+    strays: dict[tuple[Any, ...], float] = {}
+    for c in every:
+        arm = (c["device"], c["precision"], c["width"])
+        strays[arm] = max(strays.get(arm, 0.0), c.get("deviation_vs_float32") or 0.0)
     passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0}
     for c in ranked:
+        arm = (c["device"], c["precision"], c["width"])
         if max_batch_size is not None and c["batch_size"] > max_batch_size:
             dropped["batch"] += 1
         elif not _fits(c, memory.get(c["device"]), memory_margin):
             dropped["memory"] += 1
-        elif max_deviation is not None and (c.get("deviation_vs_float32") or 0.0) > max_deviation:
+        elif max_deviation is not None and strays[arm] > max_deviation:
             dropped["deviation"] += 1
         else:
             passed.append(c)

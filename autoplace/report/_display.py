@@ -224,6 +224,13 @@ def _arms_out(study: dict[str, Any], console: Console) -> None:
                 f" width {arm['width']}" if arm.get("width") is not None else ""
             )
             console.print(f"  [red]{shown}[/]: {arm['reason']}, {verdict}", highlight=False)
+    over = study.get("over_memory", [])
+    if over:
+        console.print(
+            f"  [red]{len(over)} configuration(s) measured before[/] need more memory than "
+            f"--max-memory allows ({over[0]['reason'].split(',')[0]}, ...): not recommended",
+            highlight=False,
+        )
 
 
 def tune_report(result: TuneResult, console: Console | None = None) -> None:

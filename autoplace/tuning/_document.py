@@ -15,6 +15,7 @@ from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.recommendation import SCHEMA_VERSION
 from autoplace.study import mask_url
+from autoplace.tuning._failures import over_memory
 from autoplace.tuning._margin import Comparison, Scored
 from autoplace.tuning._verdict import Standing
 
@@ -65,6 +66,17 @@ def build_document(
             "inaccurate_arms": [
                 {"device": d, "precision": p, "width": w, "reason": why}
                 for (d, p, w), why in standing.inaccurate.items()
+            ],
+            "over_memory": [
+                {
+                    "device": c.device,
+                    "batch_size": c.batch_size,
+                    "precision": c.precision,
+                    "width": c.width,
+                    "reason": why,
+                }
+                for c, why in over_memory(figures, space.max_memory).items()
+                if figures[c].status == "ok"
             ],
         },
         "search_space": {

@@ -16,7 +16,9 @@ with one recorded reason:
 
 And a lower precision whose output strays too far from float32's (the
 ``deviation_vs_float32`` of a finalist, over ``max_deviation``) is never
-recommended, however fast: :func:`inaccurate_arms`.
+recommended, however fast: :func:`inaccurate_arms`; nor is a configuration whose peak
+memory, measured or predicted, is over ``--max-memory``, whenever it was measured
+(an earlier tune of the study may have had no limit): :func:`over_memory`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.tuning._space import Arm, Space, arm_of
+from autoplace.units import size
 
 #: How a reason for an error of the configuration's own code begins when the batch
 #: size plays no part in it (see ``autoplace.measuring._setup``).
@@ -82,4 +85,19 @@ def inaccurate_arms(
                 f"deviates {d:.1%} from float32 at batch {c.batch_size}, over the "
                 f"{max_deviation:.1%} allowed (--max-deviation)"
             )
+    return out
+
+
+def over_memory(figures: Mapping[Config, Measurement], max_memory: int | None) -> dict[Config, str]:
+    """The configurations whose peak memory (measured, else XLA's prediction) is over
+    ``max_memory`` bytes, and by how much; none when ``max_memory`` is ``None``. A
+    configuration measured before the limit was set ran, and stays in the study, but is
+    never recommended under it."""
+    if max_memory is None:
+        return {}
+    out = {}
+    for c, m in figures.items():
+        peak = max((b for b in (m.peak_bytes, m.predicted_bytes) if b is not None), default=None)
+        if peak is not None and peak > max_memory:
+            out[c] = f"needs {size(peak)}, over the {size(max_memory)} allowed (--max-memory)"
     return out

@@ -174,6 +174,7 @@ def tune(
             declared_widths=info.widths,
             default_width=info.default_width,
             default_batches=default_batches,
+            max_memory=max_memory,
         )
         identity = _identity(mf, info, available, obj, space)
         name = study or _study_name(identity)

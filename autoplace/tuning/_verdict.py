@@ -19,7 +19,7 @@ from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.study import History
 from autoplace.tuning._drift import corrected_scores
-from autoplace.tuning._failures import ended_arms, inaccurate_arms
+from autoplace.tuning._failures import ended_arms, inaccurate_arms, over_memory
 from autoplace.tuning._margin import Comparison, Scored, margin
 from autoplace.tuning._space import Arm, Space, arm_of
 
@@ -226,9 +226,10 @@ def standing(
     confirmed_figures, verdicts = _verdicts(history.confirmed, objective)
     figures = {**history.figures(), **confirmed_figures}
     inaccurate = inaccurate_arms(figures, max_deviation)
+    too_big = over_memory(figures, space.max_memory if space is not None else None)
 
     def accurate(found: Mapping[Config, Measurement]) -> dict[Config, Measurement]:
-        return {c: m for c, m in found.items() if arm_of(c) not in inaccurate}
+        return {c: m for c, m in found.items() if arm_of(c) not in inaccurate and c not in too_big}
 
     ranked = rank(accurate(figures), objective, verdicts, estimates)
     return Standing(
