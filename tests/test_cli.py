@@ -216,6 +216,19 @@ def test_measure_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.slow
+def test_a_flax_nnx_state_with_an_rng_stream_is_measured_in_the_worker(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # nnx.RNN's RNG stream puts typed PRNG keys in the state: the worker used to fail
+    # with "autoplace bug in the measurement worker" comparing bfloat16 with float32
+    path = str(model("nnx_rnn"))
+    code, out, err = run_cli(capsys, "measure", path, "-b", "8", "-p", "bf16", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "ok" and 0 < data["deviation_vs_float32"] < 0.05
+
+
+@pytest.mark.slow
 def test_crash_json_exits_non_zero(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "measure", str(model("crash")), "-b", "4", "--json")
     assert code == 1, err

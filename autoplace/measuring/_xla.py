@@ -24,18 +24,29 @@ def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
     return tuple(sorted(set(_DOT_RE.findall(stablehlo_text))))
 
 
+def is_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (``jax.random.key``): NumPy cannot hold one,
+    and it is no figure to compare or check for NaN (its bits are what they are)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def tree_bytes(tree: Any) -> int:
-    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+    """Bytes of a pytree's arrays (a typed key array counts its key data)."""
+    return int(sum(x.nbytes if is_key(x) else np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
 
 
 def relative_deviation(out: Any, ref: Any) -> float | None:
-    """Relative L2 distance between two output pytrees (float leaves only)."""
+    """Relative L2 distance between two output pytrees (float leaves only: typed PRNG
+    keys, integers and booleans are not compared)."""
     a_leaves, b_leaves = jax.tree.leaves(out), jax.tree.leaves(ref)
     if len(a_leaves) != len(b_leaves):
         return None
     num = den = 0.0
     compared = 0
     for a, b in zip(a_leaves, b_leaves, strict=True):
+        if is_key(a) or is_key(b):
+            continue
         a64 = np.asarray(a).astype(np.float64)
         b64 = np.asarray(b).astype(np.float64)
         if a64.shape != b64.shape or not np.issubdtype(np.asarray(b).dtype, np.inexact):
@@ -116,6 +127,11 @@ def peak_bytes_in_use(device: Any) -> int | None:
 
 
 def all_finite(tree: Any) -> bool:
-    """Checked on the host: a device-side check would compile a kernel per leaf shape."""
-    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    """Checked on the host: a device-side check would compile a kernel per leaf shape. Only
+    float leaves can be NaN or inf (not integers, nor typed PRNG keys)."""
+    leaves = [
+        x
+        for x in jax.tree.leaves(tree)
+        if not is_key(x) and jnp.issubdtype(getattr(x, "dtype", None) or type(x), jnp.inexact)
+    ]
     return all(bool(np.isfinite(np.asarray(x, dtype=np.float32)).all()) for x in leaves)

@@ -733,3 +733,40 @@ def test_a_configuration_failing_in_the_timed_loop_drops_out(
     )
     assert flaky.status == "error" and "steady-state loop raised" in flaky.reason
     assert good.status == "ok" and good.step_s > 0 and good.fed_step_s > 0
+
+
+# --- typed PRNG keys in a state or an output ------------------------------------------
+
+
+def test_typed_keys_count_as_bytes_and_are_neither_compared_nor_checked_for_nan():
+    from autoplace.measuring._xla import all_finite
+
+    key = jax.random.key(0)
+    tree = {"key": key, "keys": jax.random.split(key, 3), "w": np.ones(3, np.float32)}
+    assert tree_bytes(tree) == key.nbytes * 4 + 12
+    other = {**tree, "keys": jax.random.split(jax.random.key(1), 3), "w": np.full(3, 2.0)}
+    assert relative_deviation(other, tree) == pytest.approx(1.0)  # w alone: |2-1|/|1|
+    assert all_finite(tree)
+    assert not all_finite({**tree, "w": np.array([1.0, np.nan])})
+
+
+@pytest.mark.parametrize(
+    ("name", "workload"),
+    [
+        ("typed_keys", "train"),
+        ("typed_keys", "infer"),
+        pytest.param("nnx_rnn", "classifier", marks=pytest.mark.slow),  # an LSTM's compile
+    ],
+    ids=["keys in a training state", "keys in an output", "nnx.RNN's RNG stream"],
+)
+def test_a_state_holding_typed_prng_keys_is_measured_like_any_other(
+    inproc: InProcessBackend, name: str, workload: str
+) -> None:
+    # Flax NNX's nnx.RNN keeps an RNG stream: nnx.split((model, optimizer)) puts typed key
+    # arrays in the state. Transfer, compile, memory, loops, finiteness and the float32
+    # comparison (its reference computed here too) all take them.
+    m = measure(inproc, name, workload=workload, precision="bfloat16")
+    assert m.status == "ok", m.reason
+    assert m.finite is True and m.batch_bytes > 0 and m.peak_bytes > 0 and m.transfer_s > 0
+    assert m.fed_step_s > 0 and m.step_s > 0
+    assert 0.0 < m.deviation_vs_float32 < 0.05  # the same model, in a lower precision
