@@ -59,7 +59,7 @@ from autoplace.measuring._xla import (
     all_devices,
     all_finite,
     device_name,
-    peak_bytes_in_use,
+    memory_in_use,
     platform_of,
     relative_deviation,
     tree_bytes,
@@ -211,8 +211,18 @@ class Engine:
         )
         executable = self._compile(run, workload, state, batch)
         check_fits(executable, device, s.max_memory)
-        run.peak_before = peak_bytes_in_use(device)
+        mark, in_use = memory_in_use(device)
+        resident = tree_bytes(state) + tree_bytes(batch)  # before a donation takes the state
         out, run.first_call_s = first_call(executable, state, batch, path)
+        # Its own peak: the first call runs alone (configurations measured together are set
+        # up one after another), so when the device's high-water mark rose during it, the
+        # rise over what was in use before, plus its own state and batch (in use before), is
+        # this configuration's. Otherwise (the mark is the process's, and another call set
+        # it higher) XLA's prediction stands, and the source says so.
+        after, _ = memory_in_use(device)
+        if None not in (mark, in_use, after) and after > mark:  # type: ignore[operator]
+            own = after - in_use + resident  # type: ignore[operator]
+            run.peak_bytes, run.peak_bytes_source = own, "measured"
         run.first_out = jax.device_get(out) if s.deviation else None
         run.compiled, run.host, run.batch = executable.compiled, host, batch
         run.train = workload.kind == "train"
@@ -280,10 +290,9 @@ class Engine:
             return
 
     def _check(self, run: Run) -> None:
-        """Phase 9 once the loops are timed: peak memory, outputs finite, deviation."""
-        peak_after = peak_bytes_in_use(run.device)
-        if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
-            run.peak_bytes, run.peak_bytes_source = peak_after, "measured"
+        """Phase 9 once the loops are timed: outputs finite, deviation. (Its peak memory was
+        read at its first call: after the loops, the device's high-water mark is the whole
+        group's.)"""
         with user_phase("checking the outputs", Path(run.request.model_file)):
             run.finite = all_finite(run.out)
         if run.first_out is not None:

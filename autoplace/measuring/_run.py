@@ -62,7 +62,6 @@ class Run:
     out: Any = None
     train: bool = False
     first_out: Any = None
-    peak_before: int | None = None
 
     def chunk(self, k: int, fed: bool = False) -> float:
         """Run ``k`` steps (putting a fresh host batch on the device each step when

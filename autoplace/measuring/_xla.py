@@ -32,8 +32,11 @@ def is_key(x: Any) -> bool:
 
 
 def tree_bytes(tree: Any) -> int:
-    """Bytes of a pytree's arrays (a typed key array counts its key data)."""
-    return int(sum(x.nbytes if is_key(x) else np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+    """Bytes of a pytree's arrays (a typed key array counts its key data), on the host or a
+    device."""
+    # ``nbytes`` of an array on a device is its shape's: nothing is copied to the host.
+    leaves = jax.tree.leaves(tree)
+    return int(sum(x.nbytes if hasattr(x, "nbytes") else np.asarray(x).nbytes for x in leaves))
 
 
 def relative_deviation(out: Any, ref: Any) -> float | None:
@@ -121,9 +124,14 @@ def device_memory(device: Any) -> int | None:
     return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
 
 
-def peak_bytes_in_use(device: Any) -> int | None:
+def memory_in_use(device: Any) -> tuple[int | None, int | None]:
+    """The device's high-water mark of memory in use since the process started, and the
+    bytes in use now, as it reports them (``None`` where it does not: a CPU)."""
     stats = device.memory_stats() if device.platform != "cpu" else None
-    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+    if not stats:
+        return None, None
+    figures = (stats.get("peak_bytes_in_use"), stats.get("bytes_in_use"))
+    return tuple(None if f is None else int(f) for f in figures)  # type: ignore[return-value]
 
 
 def all_finite(tree: Any) -> bool:

@@ -770,3 +770,45 @@ def test_a_state_holding_typed_prng_keys_is_measured_like_any_other(
     assert m.finite is True and m.batch_bytes > 0 and m.peak_bytes > 0 and m.transfer_s > 0
     assert m.fed_step_s > 0 and m.step_s > 0
     assert 0.0 < m.deviation_vs_float32 < 0.05  # the same model, in a lower precision
+
+
+# --- peak memory of configurations measured together ----------------------------------
+
+
+class _FakeGPU:
+    """A device's ``memory_stats`` as a GPU reports them, moved as a test scripts: the
+    high-water mark since the process started, and the bytes in use now."""
+
+    platform = "gpu"
+
+    def __init__(self, script: list[tuple[int, int]]) -> None:
+        #: (high-water mark, bytes in use) before and after each first call, in order
+        self.script, self.read = script, 0
+
+    def memory_stats(self) -> dict[str, int]:
+        peak, in_use = self.script[self.read]
+        self.read += 1
+        return {"peak_bytes_in_use": peak, "bytes_in_use": in_use, "bytes_limit": 10**9}
+
+
+def test_configurations_measured_together_each_get_their_own_peak(
+    inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three configurations set up in turn, each first call alone: the first raises the
+    # device's high-water mark from 1000 to 5000 B, the second stays under it, the third
+    # raises it to 9000 B. Each gets its own rise (plus its state and batch, in use before),
+    # or XLA's prediction where it set no new mark: never the group's 9000 B for all.
+    import autoplace.measuring._engine as engine
+    from autoplace.measuring._xla import memory_in_use
+
+    fake = _FakeGPU([(1000, 1000), (5000, 1200), (5000, 1500), (5000, 1700), (5000, 2000),
+                     (9000, 2100)])  # fmt: skip
+    monkeypatch.setattr(engine, "memory_in_use", lambda device: memory_in_use(fake))
+    path = model("tiny_mlp")
+    a, b, c = inproc.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8, 16)])
+    assert fake.read == 6  # read before and after each first call, never after the loops
+    state = jax.tree.leaves(import_model_file(path).mlp(8, jnp.float32).state)
+    params = sum(leaf.nbytes for leaf in state)
+    assert (a.peak_bytes, a.peak_bytes_source) == (5000 - 1000 + params + a.batch_bytes, "measured")
+    assert (b.peak_bytes, b.peak_bytes_source) == (b.predicted_bytes, "predicted")
+    assert (c.peak_bytes, c.peak_bytes_source) == (9000 - 2000 + params + c.batch_bytes, "measured")
