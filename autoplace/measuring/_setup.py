@@ -176,7 +176,12 @@ def compile_step(
         compiled = lowered.compile()
     compile_s = time.perf_counter() - t
     if compiles() == compiles_before:
-        raise RuntimeError("the step's compile was a cache hit, so compile_s is not real")
+        raise ModelFileError(
+            f"XLA served the step of {path} from its persistent compilation cache, so its "
+            "compile time would not be real: autoplace turns the cache off, and something "
+            "turned it on again (jax_compilation_cache_dir or jax_enable_compilation_cache "
+            "set by the model file?); remove that from the file"
+        )
     return Executable(
         compiled=compiled,
         lower_s=lower_s,

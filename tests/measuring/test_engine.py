@@ -812,3 +812,64 @@ def test_configurations_measured_together_each_get_their_own_peak(
     assert (a.peak_bytes, a.peak_bytes_source) == (5000 - 1000 + params + a.batch_bytes, "measured")
     assert (b.peak_bytes, b.peak_bytes_source) == (b.predicted_bytes, "predicted")
     assert (c.peak_bytes, c.peak_bytes_source) == (9000 - 2000 + params + c.batch_bytes, "measured")
+
+
+# --- the two compile checks, each made to fire by a real compile ----------------------
+
+
+def test_a_compile_inside_the_timed_loops_fails_the_group_and_is_counted(
+    inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A host callback that jits, or another thread, compiles while the steps are timed:
+    # here a fresh function jitted once during the first chunk. The timings would hold it.
+    from autoplace.measuring._run import Run
+
+    real_chunk, compiled = Run.chunk, []
+
+    def chunk(self, k, fed=False):
+        if not compiled:
+            compiled.append(jax.jit(lambda y: y * 5.0 - 2.0)(jnp.ones(3)))
+        return real_chunk(self, k, fed)
+
+    monkeypatch.setattr(Run, "chunk", chunk)
+    path = model("tiny_mlp")
+    results = inproc.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8)])
+    for m in results:
+        assert m.status == "error" and m.timing_compiles == 1
+        assert m.reason.startswith("XLA compiled 1 time(s) while the steps were timed")
+    monkeypatch.setattr(Run, "chunk", real_chunk)
+    assert measure(inproc, "tiny_mlp").timing_compiles == 0  # and none without it
+
+
+def test_a_compile_served_from_the_persistent_cache_is_refused(
+    inproc: InProcessBackend, tmp_path: Path
+) -> None:
+    # The model file turns JAX's persistent compilation cache back on (a habit of people
+    # who compile big models): the second compile of its step is a cache hit, which JAX
+    # times as a compile. compile_s would be the read of a file: refused in one line.
+    from jax.experimental.compilation_cache import compilation_cache
+
+    path = write_model(
+        tmp_path,
+        f"""
+        import jax
+        jax.config.update("jax_enable_compilation_cache", True)
+        jax.config.update("jax_compilation_cache_dir", {str(tmp_path / "xla")!r})
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        from tiny_mlp import mlp  # the workload, from beside it
+        """,
+    )
+    (tmp_path / "tiny_mlp.py").write_text(model("tiny_mlp").read_text())
+    compilation_cache.reset_cache()  # the session's engine decided on the cache long ago
+    try:
+        first = autoplace.measure(path, batch_size=8, settings=FAST, backend=inproc)
+        assert first.status == "ok" and first.compile_cached is False
+        inproc.engine.forget_executables()
+        with pytest.raises(ModelFileError, match="from its persistent compilation cache") as info:
+            autoplace.measure(path, batch_size=8, settings=FAST, backend=inproc)
+        assert "\n" not in str(info.value) and "remove that from the file" in str(info.value)
+    finally:
+        jax.config.update("jax_enable_compilation_cache", False)
+        jax.config.update("jax_compilation_cache_dir", None)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        compilation_cache.reset_cache()
