@@ -85,7 +85,14 @@ def write_model(tmp_path: Path, source: str, name: str = "model.py") -> Path:
     return path
 
 
-FAST = autoplace.MeasureSettings(time_cap_s=0.2, fed_time_cap_s=0.1, min_samples=3, max_samples=10)
+FAST = autoplace.MeasureSettings(
+    time_cap_s=0.2,
+    fed_time_cap_s=0.1,
+    min_samples=3,
+    max_samples=10,
+    sample_min_s=0.01,
+    settle_s=0.005,
+)
 
 
 def request(

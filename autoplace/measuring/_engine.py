@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
@@ -48,6 +49,8 @@ from autoplace.measuring._setup import (
     Executable,
     build,
     check_fits,
+    check_next_state,
+    check_precision,
     compile_step,
     first_call,
     host_batch,
@@ -226,10 +229,15 @@ class Engine:
             workload, host[0], device, s.transfer_cap_s, path
         )
         executable = self._compile(run, workload, state, batch)
+        check_precision(workload.state, host[0], executable.compute_dtypes, config.precision, path)
         check_fits(executable, device, s.max_memory)
+        # What the state looks like, for the check of the next state (the call donates it).
+        before = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), state)
         mark, in_use = memory_in_use(device)
         resident = tree_bytes(state) + tree_bytes(batch)  # before a donation takes the state
         out, run.first_call_s = first_call(executable, state, batch, path)
+        if workload.kind == "train":
+            check_next_state(before, out, path)
         # Its own peak: the first call runs alone (configurations measured together are set
         # up one after another), so when the device's high-water mark rose during it, the
         # rise over what was in use before, plus its own state and batch (in use before), is

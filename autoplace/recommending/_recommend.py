@@ -85,8 +85,14 @@ def recommend(
     (``trials``, ``timeout``, ``devices``, ``batch_sizes``, ...); ``backend`` is for tests.
     """
     _check(on_miss, on_stale, on_busy, memory_margin, max_batch_size, max_deviation, wait_s)
+    if max_age is not None and _seconds_of(max_age) < 0:
+        raise BadInputError(f"max_age must be 0 or more seconds, got {_seconds_of(max_age):g}")
     run = _run_length(objective, steps, samples, epochs)
     mf = ModelFile.at(model_file)
+    if storage is not None:  # another program's SQLite file is never made a study storage
+        from autoplace.study import normalize_url, refuse_foreign_tables
+
+        refuse_foreign_tables(normalize_url(storage))
     cache = Cache(cache_dir)
     devices = machine_devices(cache, backend)
     key = Key(
@@ -109,7 +115,7 @@ def recommend(
             "memory_margin": memory_margin,
             "max_deviation": max_deviation,
         },
-        max_age=max_age.total_seconds() if isinstance(max_age, dt.timedelta) else max_age,
+        max_age=None if max_age is None else _seconds_of(max_age),
         fallback=fallback,
     )
     found = lookup.cached()
@@ -382,10 +388,16 @@ def _check(
         raise BadInputError(f"memory_margin is a fraction of memory in [0, 1), got {memory_margin}")
     if max_batch_size is not None and max_batch_size < 1:
         raise BadInputError(f"max_batch_size must be at least 1, got {max_batch_size}")
-    if max_deviation is not None and max_deviation <= 0:
-        raise BadInputError(f"max_deviation must be positive, got {max_deviation}")
+    if max_deviation is not None and not 0 < max_deviation <= 1:
+        raise BadInputError(
+            f"max_deviation is a fraction of float32's output in (0, 1], got {max_deviation}"
+        )
     if wait_s < 0:
         raise BadInputError(f"wait_s must be 0 or more seconds, got {wait_s}")
+
+
+def _seconds_of(age: float | dt.timedelta) -> float:
+    return age.total_seconds() if isinstance(age, dt.timedelta) else float(age)
 
 
 def _beside(cache: Cache) -> str | None:

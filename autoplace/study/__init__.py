@@ -9,6 +9,7 @@ autoplace never writes one of its own.
 """
 
 from autoplace.study._answers import answers_ending, find_answer
+from autoplace.study._foreign import refuse_foreign_tables
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
@@ -34,5 +35,6 @@ __all__ = [
     "mask_url",
     "normalize_url",
     "open_storage",
+    "refuse_foreign_tables",
     "storage_at",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import recommendation
+from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.objectives import make_objective
@@ -21,6 +22,7 @@ from autoplace.study import (
     mask_url,
     normalize_url,
     open_storage,
+    refuse_foreign_tables,
 )
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing, standing
@@ -85,9 +87,9 @@ def read_study(
     margin: float = MEMORY_MARGIN,
 ) -> StudyView:
     """The study behind ``source`` (see :func:`explain`), judged and explained."""
-    path = Path(source)
+    path = check_length(source, "recommendation or model file")
     if not path.is_file():
-        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+        raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
     doc: dict[str, Any] | None = None
     if path.suffix == ".toml":
         doc = recommendation.read(path)
@@ -99,6 +101,7 @@ def read_study(
         run = {}
         url = normalize_url(storage) if storage else default_url()
     obj = make_objective(objective, **run) if run else make_objective(objective)
+    refuse_foreign_tables(url)
     opened = open_storage(url)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
@@ -220,9 +223,9 @@ def fill_fit(
     from autoplace.tuning._fit_points import FitPoints
     from autoplace.tuning._loop import tune
 
-    path = Path(source)
+    path = check_length(source, "recommendation or model file")
     if not path.is_file():
-        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+        raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
     options: dict[str, Any] = {"storage": storage, "study": study, "objective": objective}
     out: Path | None = None
     model = path
@@ -246,6 +249,7 @@ def fill_fit(
             )
     elif options["study"] is None:
         url = normalize_url(storage) if storage else default_url()
+        refuse_foreign_tables(url)
         opened = open_storage(url)
         try:
             options["study"] = _find_study(opened, url, path, workload, objective)
