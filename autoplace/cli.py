@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from autoplace.errors import AutoplaceError, BadInputError
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 
 app = typer.Typer(
     name="autoplace",
@@ -247,7 +248,7 @@ def tune(
     study: StudyOpt = None,
     out: OutOpt = Path("autoplace.toml"),
     max_memory: MaxMemoryOpt = None,
-    max_deviation: MaxDeviationOpt = "5%",
+    max_deviation: MaxDeviationOpt = f"{DEFAULT_MAX_DEVIATION:.0%}",
     remeasure: RemeasureOpt = False,
     search: SearchOpt = "climb",
     measure_timeout: MeasureTimeoutOpt = 300.0,

@@ -22,6 +22,7 @@ import numpy as np
 from autoplace.errors import ModelFileError, first_line
 from autoplace.measurement import Status
 from autoplace.measuring._xla import (
+    XLA_NAMES,
     compute_dtypes,
     flops_of,
     is_key,
@@ -213,10 +214,6 @@ def check_fits(executable: Executable, device: Any, max_memory: int | None) -> N
         )
 
 
-#: How XLA's lowered program names each precision's element type.
-_SHORT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
-
-
 def check_precision(
     state: Any, batch: Any, compute_dtypes: Sequence[str], precision: str, path: Path
 ) -> None:
@@ -231,7 +228,7 @@ def check_precision(
         for x in jax.tree.leaves((state, batch))
         if not is_key(x) and jnp.issubdtype(x.dtype, jnp.floating)
     }
-    if precision in floats or _SHORT[precision] in compute_dtypes:
+    if precision in floats or XLA_NAMES[precision] in compute_dtypes:
         return
     held = ", ".join(sorted(floats)) or "no floats"
     raise ModelFileError(

@@ -12,7 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autoplace.config import PRECISIONS
 from autoplace.devices import canonical_platform
+
+#: How XLA's lowered programs name each precision's element type (``compute_dtypes``).
+XLA_NAMES = dict(zip(PRECISIONS, ("f32", "bf16", "f16"), strict=True))
 
 _DOT_RE = re.compile(
     r"stablehlo\.(?:dot_general|dot|convolution)\b.*->\s*tensor<(?:[0-9?]+x)*([a-z0-9]+)>"

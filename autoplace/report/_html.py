@@ -25,17 +25,18 @@ from typing import Any
 
 from autoplace import units
 from autoplace._atomic import check_writable, write_atomic
-from autoplace.explaining import Explanation
-from autoplace.explaining._answers import finish_s, per_sample
-from autoplace.explaining._model import one_off
-from autoplace.explaining._plots import (
+from autoplace.explaining import (
     FAR,
     PALETTE,
+    Explanation,
     arm_key,
+    finish_s,
     hline,
     layout,
     log2_axis,
     note,
+    one_off,
+    per_sample,
     short_label,
     throughput_figure,
     vline,

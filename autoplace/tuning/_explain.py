@@ -14,6 +14,7 @@ from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.objectives import make_objective
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.study import (
     History,
     OptunaStudyLog,
@@ -49,7 +50,7 @@ def explain(
     storage: str | None = None,
     study: str | None = None,
     objective: str = "throughput",
-    max_deviation: float | None = 0.05,
+    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     margin: float = MEMORY_MARGIN,
     measure: bool = False,
 ) -> Explanation:
@@ -83,7 +84,7 @@ def read_study(
     storage: str | None = None,
     study: str | None = None,
     objective: str = "throughput",
-    max_deviation: float | None = 0.05,
+    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     margin: float = MEMORY_MARGIN,
 ) -> StudyView:
     """The study behind ``source`` (see :func:`explain`), judged and explained."""

@@ -19,6 +19,9 @@ And a lower precision whose output strays too far from float32's (the
 recommended, however fast: :func:`inaccurate_arms`; nor is a configuration whose peak
 memory, measured or predicted, is over ``--max-memory``, whenever it was measured
 (an earlier tune of the study may have had no limit): :func:`over_memory`.
+
+(:data:`DEFAULT_MAX_DEVIATION`, the guard's default, is defined with the other knobs in
+:mod:`autoplace.settings`; it is named here too for the loop.)
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._space import Arm, Space, arm_of
 from autoplace.units import size
 
@@ -35,9 +39,6 @@ from autoplace.units import size
 _BATCH_FREE_ERRORS = ("building the workload raised", "tracing and lowering the step raised")
 #: Non-finite outputs at this many batch sizes end an arm.
 NONFINITE_LIMIT = 2
-#: The largest relative deviation from float32 a recommended lower precision may show
-#: (``--max-deviation``; docs/search.md says why this value, for training and inference).
-DEFAULT_MAX_DEVIATION = 0.05
 
 
 def ended_arms(figures: Mapping[Config, Measurement], space: Space) -> dict[Arm, str]:
@@ -101,3 +102,6 @@ def over_memory(figures: Mapping[Config, Measurement], max_memory: int | None) -
         if peak is not None and peak > max_memory:
             out[c] = f"needs {size(peak)}, over the {size(max_memory)} allowed (--max-memory)"
     return out
+
+
+__all__ = ["DEFAULT_MAX_DEVIATION", "ended_arms", "inaccurate_arms", "over_memory"]
