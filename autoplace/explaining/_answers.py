@@ -111,16 +111,16 @@ def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: s
         and first[b][0] > second[b][0] * (1.0 + max(first[b][1], second[b][1], 0.02))
     ]
     measured = f"{behind} ran ahead at batch {', '.join(map(str, wrong))}" if wrong else ""
-    best_ahead = min(first.values(), default=(math.inf, 0.0))[0]
-    best_behind = min(second.values(), default=(math.inf, 0.0))[0]
     best = ""
-    if best_behind < best_ahead:
-        b_behind = min(second, key=lambda b: second[b][0])
-        b_ahead = min(first, key=lambda b: first[b][0])
-        best = (
-            f"{behind} (batch {b_behind}) runs {best_ahead / best_behind:.2f}x as fast as "
-            f"{ahead} (batch {b_ahead})"
-        )
+    b_ahead = min(first, key=lambda b: first[b][0], default=None)
+    b_behind = min(second, key=lambda b: second[b][0], default=None)
+    if b_ahead is not None and b_behind is not None:
+        (best_ahead, spread_a), (best_behind, spread_b) = first[b_ahead], second[b_behind]
+        if best_ahead > best_behind * (1.0 + max(spread_a, spread_b, 0.02)):
+            best = (
+                f"{behind} (batch {b_behind}) runs {best_ahead / best_behind:.2f}x as fast "
+                f"as {ahead} (batch {b_ahead})"
+            )
     return dataclasses.replace(x, measured_against=measured, best_against=best)
 
 

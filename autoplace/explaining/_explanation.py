@@ -249,7 +249,8 @@ def _feeding(t: Mapping[str, Any], m: Measurement) -> str:
         )
     gain = t.get("gain_on_device")
     keeping = (
-        f": keeping the data on {m.device} would make the step about {units.percent(gain)} faster"
+        f": keeping the data on {m.device} would leave {units.percent(1.0 - t['share'])} of "
+        f"the step, {1.0 + gain:.2f}x the throughput"
         if gain is not None
         else ""
     )
