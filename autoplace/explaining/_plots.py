@@ -35,8 +35,23 @@ LEGEND_ENTRY = 21
 FAR = 100.0
 
 
-def log2_axis(title: str) -> dict[str, Any]:
-    return {"title": title, "type": "log", "dtick": math.log10(2), "tickformat": "d"}
+#: At most this many tick labels on a batch-size axis: every power of two, or every
+#: second, fourth, ... where more would crowd (a narrow figure turns crowded labels on end).
+MAX_TICKS = 8
+
+
+def log2_axis(title: str, values: Sequence[float] = ()) -> dict[str, Any]:
+    """A log axis ticked at powers of two (every ``2**k``-th one where the ``values``
+    span more than :data:`MAX_TICKS` of them)."""
+    octaves = math.log2(max(values) / min(values)) if values and min(values) > 0 else 0
+    step = max(1, math.ceil((octaves + 1) / MAX_TICKS))
+    return {
+        "title": title,
+        "type": "log",
+        "dtick": step * math.log10(2),
+        "tickformat": "d",
+        "automargin": True,
+    }
 
 
 def arm_key(m: Measurement) -> tuple[str, str, int | None]:
@@ -197,7 +212,7 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
     layout(
         fig,
         entries,
-        xaxis=log2_axis("batch size"),
-        yaxis={"title": "samples/s, feeding host batches", "type": "log"},
+        xaxis=log2_axis("batch size", batches),
+        yaxis={"title": "samples/s, feeding host batches", "type": "log", "automargin": True},
     )
     return fig

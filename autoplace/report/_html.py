@@ -204,8 +204,8 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
     layout(
         fig,
         len(fig.data),
-        xaxis=log2_axis("batch size"),
-        yaxis={"title": "peak bytes", "type": "log"},
+        xaxis=log2_axis("batch size", [b for trace in fig.data for b in trace.x]),
+        yaxis={"title": "peak bytes", "type": "log", "automargin": True},
     )
     return fig
 
