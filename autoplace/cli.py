@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from autoplace.errors import AutoplaceError
+from autoplace.errors import AutoplaceError, BadInputError
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 
 app = typer.Typer(
     name="autoplace",
@@ -45,6 +46,26 @@ MaxMemoryOpt = Annotated[
 def _fail(message: str, code: int) -> None:
     typer.echo(f"autoplace: error: {message}", err=True)
     raise typer.Exit(code)
+
+
+#: A deviation of 100% is an output as far from float32's as float32's is from zero.
+MOST_DEVIATION = 1.0
+
+
+def _named(option: str, value: str | None) -> str | None:
+    """An option that names something (``--study``): refused when given empty."""
+    if value is not None and not value.strip():
+        raise BadInputError(
+            f"{option} is empty: give a name, or leave {option} out for the default"
+        )
+    return value
+
+
+def _seconds(option: str, value: float | None) -> float | None:
+    """An option in seconds that must be positive (a limit of 0 s would kill everything)."""
+    if value is not None and not value > 0:
+        raise BadInputError(f"{option} must be a positive number of seconds, got {value:g}")
+    return value
 
 
 @contextlib.contextmanager
@@ -103,7 +124,8 @@ def measure(
     with handle_errors():
         config = Config(device=device, batch_size=batch_size, precision=precision, width=width)
         settings = MeasureSettings(
-            timeout_s=timeout, max_memory=parse_size(max_memory) if max_memory else None
+            timeout_s=_seconds("--timeout", timeout),  # type: ignore[arg-type]
+            max_memory=parse_size(max_memory) if max_memory else None,
         )
         result = run_measure(
             model_file,
@@ -257,7 +279,7 @@ def tune(
     study: StudyOpt = None,
     out: OutOpt = Path("autoplace.toml"),
     max_memory: MaxMemoryOpt = None,
-    max_deviation: MaxDeviationOpt = "5%",
+    max_deviation: MaxDeviationOpt = f"{DEFAULT_MAX_DEVIATION:.0%}",
     remeasure: RemeasureOpt = False,
     search: SearchOpt = "climb",
     measure_timeout: MeasureTimeoutOpt = 300.0,
@@ -267,11 +289,13 @@ def tune(
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""
     from autoplace.settings import MeasureSettings
+    from autoplace.study import default_url, normalize_url, refuse_foreign_tables
     from autoplace.tuning import strategy_named
     from autoplace.tuning import tune as run_tune
     from autoplace.units import parse_fraction, parse_ints, parse_list, parse_size
 
     with handle_errors():
+        refuse_foreign_tables(normalize_url(storage) if storage else default_url())
         options = dict(
             workload=workload,
             devices=parse_list(devices, "--devices") if devices is not None else None,
@@ -285,13 +309,15 @@ def tune(
             trials=trials,
             timeout=timeout,
             storage=storage,
-            study=study,
+            study=_named("--study", study),
             out=out,
             max_memory=parse_size(max_memory) if max_memory else None,
-            max_deviation=parse_fraction(max_deviation, "--max-deviation"),
+            max_deviation=parse_fraction(max_deviation, "--max-deviation", MOST_DEVIATION),
             remeasure=remeasure,
             strategy=strategy_named(search),
-            settings=MeasureSettings(timeout_s=measure_timeout),
+            settings=MeasureSettings(
+                timeout_s=_seconds("--measure-timeout", measure_timeout)  # type: ignore[arg-type]
+            ),
             if_busy=if_busy,
             quiet_wait=quiet_wait,
         )
@@ -373,6 +399,7 @@ def explain(
     from autoplace.tuning import fill_fit
 
     with handle_errors():
+        study = _named("--study", study)
         if measure:
             added = fill_fit(source, workload, storage=storage, study=study, objective=objective)
             typer.echo(f"measured {added} more for the fit", err=True)
@@ -402,6 +429,7 @@ def report(
     from autoplace.report import write_report
 
     with handle_errors():
+        study = _named("--study", study)
         written = write_report(
             source, out, workload, storage=storage, study=study, objective=objective
         )
@@ -459,9 +487,13 @@ def recommend(
 
     if output_format not in (None, "env"):
         _fail(f"--format must be env, got {output_format!r} (or use --json)", 2)
+    if output_format is not None and as_json:
+        _fail(f"--format {output_format} and --json are two outputs: give one of them", 2)
     with handle_errors(), warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         margin = parse_fraction(memory_margin, "--memory-margin")
+        if max_age is not None and max_age < 0:
+            raise BadInputError(f"--max-age must be 0 or more seconds, got {max_age:g}")
         found = run_recommend(
             model_file,
             workload,
@@ -471,12 +503,12 @@ def recommend(
             epochs=epochs,
             widths=parse_ints(widths, "widths") if widths is not None else None,
             storage=storage,
-            study=study,
+            study=_named("--study", study),
             on_miss=on_miss,  # type: ignore[arg-type]
             on_stale=on_stale,  # type: ignore[arg-type]
             max_batch_size=max_batch_size,
             memory_margin=margin or 0.0,
-            max_deviation=parse_fraction(max_deviation, "--max-deviation")
+            max_deviation=parse_fraction(max_deviation, "--max-deviation", MOST_DEVIATION)
             if max_deviation
             else None,
             max_age=max_age,
@@ -501,35 +533,21 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("list")
 def cache_list(as_json: JsonOpt = False) -> None:
     """The cached answers: model, workload, pick, when, under which software."""
-    from autoplace.recommending import Cache
+    from autoplace.recommending import Cache, listed
 
     cache = Cache()
-    rows = []
-    for path, entry in cache.entries():
-        if entry is None or "answer" not in entry:
-            rows.append({"key": path.stem, "damaged": True, "file": str(path)})
-            continue
-        answer, key = entry["answer"], entry.get("key", {})
-        best = (answer.get("candidates") or [{}])[0]
-        rows.append(
-            {
-                "key": path.stem,
-                "model": key.get("workload", {}).get("path"),
-                "workload": answer.get("workload", {}).get("name"),
-                "objective": key.get("objective", {}).get("name"),
-                "pick": {k: best.get(k) for k in ("device", "batch_size", "precision", "width")},
-                "measured": answer.get("created"),
-                "software": key.get("software"),
-                "source": entry.get("source"),
-            }
-        )
+    rows = listed(cache)
     if as_json:
         typer.echo(json.dumps({"cache": str(cache.root), "answers": rows}))
         return
-    typer.echo(f"cache: {cache.root} ({len(rows)} answer(s))")
+    answers = sum(1 for row in rows if not row.get("damaged"))
+    typer.echo(f"cache: {cache.root} ({answers} answer(s))")
     for row in rows:
         if row.get("damaged"):
-            typer.echo(f"  {row['key']}  damaged (ignored, refilled on the next look-up)")
+            typer.echo(
+                f"  {row['file']}  damaged ({row['why']}): ignored, refilled on the next "
+                "look-up; `autoplace cache clear` removes it"
+            )
             continue
         pick = row["pick"]
         what = f"{pick['device']} batch {pick['batch_size']} {pick['precision']}"
@@ -555,11 +573,15 @@ def cache_clear() -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: typer's usage errors also end as one line and exit code 2."""
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False, prog_name="autoplace")
     except typer.TyperException as exc:  # a usage error: bad or missing option
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "autoplace"
-        typer.echo(f"autoplace: error: {exc.format_message()} (see: {command} --help)", err=True)
+        # No arguments at all: the help is printed above, with no message of its own.
+        message = (
+            exc.format_message() or f"no command given: `{command}` takes one of the commands above"
+        )
+        typer.echo(f"autoplace: error: {message} (see: {command} --help)", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("autoplace: interrupted", err=True)

@@ -11,7 +11,7 @@ import json
 import platform
 import socket
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace._version import __version__
@@ -75,6 +75,17 @@ def study_suffix(
     run = [f"{k}{v}" for k, v in objective.items() if k != "name" and v is not None]
     label = "-".join([str(objective["name"]), *run])
     return f"-{label}-{sha256[:8]}-{hardware_key(hw, sw)}"
+
+
+def widths_label(widths: Sequence[int] | None, default_width: int | None) -> str:
+    """The default study name's mark of the widths searched, after the workload's name:
+    none for the file's default width alone (so that such studies keep their names),
+    else ``-w8-16-32``. A study's pick holds for the widths it searched, so two searches of
+    other widths are two studies, never one whose answer the last tune overwrote."""
+    chosen = sorted(set(widths or ()))
+    if not chosen or chosen == [default_width]:
+        return ""
+    return "-w" + "-".join(map(str, chosen))
 
 
 def hardware_key(hw: dict[str, Any], sw: dict[str, Any]) -> str:

@@ -114,7 +114,12 @@ def time_to_finish(
     size. One-off costs weigh more the shorter the run: the seeds' "first inference
     is slow" and "small model, few epochs" cases.
     """
-    if (steps is None) == (samples is None):
+    if steps is not None and samples is not None:
+        raise BadInputError(
+            f"--steps {steps} and --samples {samples} are two run lengths: give one of them "
+            "(--samples N with --epochs E for epochs of N samples)"
+        )
+    if steps is None and samples is None:
         raise BadInputError(
             "time-to-finish needs a run length: give --steps N, or --samples N "
             "(with --epochs E, --samples is one epoch)"

@@ -13,6 +13,7 @@ from typing import Any
 import tomli_w
 
 from autoplace._atomic import write_atomic
+from autoplace._paths import check_length, shown
 from autoplace.errors import ConfigFileError
 
 if sys.version_info >= (3, 11):
@@ -48,18 +49,25 @@ def write(path: str | Path, document: dict[str, Any]) -> Path:
 
 def read(path: str | Path) -> dict[str, Any]:
     """Read and check a recommendation file. Raises :class:`ConfigFileError` with the fix."""
-    p = Path(path)
+    p = check_length(path, "recommendation file")
+    if p.suffix == ".py":
+        raise ConfigFileError(
+            f"{shown(p)} is a model file, not a recommendation file: `autoplace tune "
+            f"{shown(p)}` writes one (autoplace.toml), which this command reads"
+        )
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
         raise ConfigFileError(
-            f"no recommendation file at {p}: run `autoplace tune MODEL_FILE --out {p}` first"
+            f"no recommendation file at {shown(p)}: run `autoplace tune MODEL_FILE --out "
+            f"{shown(p)}` first"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(f"cannot read {p}: {exc}") from exc
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigFileError(f"cannot read {shown(p)}: {why}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(
-            f"{p} is not valid TOML ({exc}): it is damaged; "
+            f"{shown(p)} is not valid TOML ({exc}): it is damaged; "
             "run `autoplace tune` again to rewrite it"
         ) from exc
     version = data.get("schema_version")
@@ -78,6 +86,44 @@ def read(path: str | Path) -> dict[str, Any]:
     ]
     if missing:
         raise ConfigFileError(
-            f"{p} is missing {', '.join(missing)}: it is damaged; run `autoplace tune` again"
+            f"{shown(p)} is missing {', '.join(missing)}: it is damaged; run `autoplace tune` again"
+        )
+    wrong = _wrong_values(data)
+    if wrong:
+        raise ConfigFileError(
+            f"{shown(p)} holds {wrong}: it was damaged or edited by hand; run `autoplace tune` "
+            "again to rewrite it"
         )
     return data
+
+
+def _wrong_values(data: dict[str, Any]) -> str | None:
+    """The first value of a recommendation file of the wrong kind, in words."""
+    from autoplace.config import PRECISIONS
+    from autoplace.objectives import OBJECTIVES
+
+    for section in ("recommendation", "objective", "workload", "study"):
+        if not isinstance(data[section], dict):
+            return f"{section} = {data[section]!r}, not a table"
+    rec = data["recommendation"]
+
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    checks = [
+        ("recommendation.device", rec["device"], isinstance(rec["device"], str), "a device"),
+        ("recommendation.batch_size", rec["batch_size"], count(rec["batch_size"]),
+         "a whole number of at least 1"),
+        ("recommendation.precision", rec["precision"], rec["precision"] in PRECISIONS,
+         f"one of {', '.join(PRECISIONS)}"),
+        ("recommendation.width", rec.get("width", 1), count(rec.get("width", 1)),
+         "a whole number of at least 1"),
+        ("objective.name", data["objective"].get("name"),
+         data["objective"].get("name") in OBJECTIVES, f"one of {', '.join(OBJECTIVES)}"),
+        ("study.name", data["study"].get("name"), isinstance(data["study"].get("name"), str),
+         "a study's name"),
+    ]  # fmt: skip
+    for key, value, ok, wanted in checks:
+        if not ok:
+            return f"{key} = {value!r}, not {wanted}"
+    return None

@@ -7,6 +7,10 @@ import dataclasses
 from autoplace.config import Config
 from autoplace.errors import BadInputError
 
+#: The largest relative deviation from float32 a recommended lower precision may show
+#: (``--max-deviation``; docs/search.md says why this value, for training and inference).
+DEFAULT_MAX_DEVIATION = 0.05
+
 
 @dataclasses.dataclass(frozen=True)
 class MeasureSettings:

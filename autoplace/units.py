@@ -29,8 +29,9 @@ def parse_size(text: str) -> int:
     return value
 
 
-def parse_fraction(text: str, what: str) -> float | None:
-    """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None`` (no limit)."""
+def parse_fraction(text: str, what: str, at_most: float | None = None) -> float | None:
+    """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None`` (no limit); over ``at_most``
+    is refused."""
     t = text.strip().lower()
     if t in ("off", "none"):
         return None
@@ -40,6 +41,11 @@ def parse_fraction(text: str, what: str) -> float | None:
         raise BadInputError(f"cannot read {what} {text!r}: write e.g. 5% or 0.05, or off") from None
     if not 0 < value < float("inf"):
         raise BadInputError(f"{what} must be positive, got {text!r} (or off for no limit)")
+    if at_most is not None and value > at_most:
+        raise BadInputError(
+            f"{what} must be at most {at_most:.0%}, got {text!r}: past it nothing is left "
+            "out; give e.g. 5%, or off for no limit"
+        )
     return value
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from autoplace._paths import check_length
 from autoplace.errors import BadInputError, ModelFileError, first_line
 
 Kind = Literal["train", "infer"]
@@ -64,9 +65,16 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.kind not in ("train", "infer"):
-            raise ValueError(f"Workload kind must be 'train' or 'infer', got {self.kind!r}")
-        if not callable(self.step) or not callable(self.make_batch):
-            raise TypeError("Workload step and make_batch must be callables")
+            raise ModelFileError(
+                f"autoplace.Workload(kind={self.kind!r}): kind is 'train' (the step returns "
+                "the next state) or 'infer' (it returns predictions)"
+            )
+        for name in ("step", "make_batch"):
+            if not callable(getattr(self, name)):
+                raise ModelFileError(
+                    f"autoplace.Workload({name}=...) got a {type(getattr(self, name)).__name__}, "
+                    f"not a function: pass the function itself, {name}={name}"
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,21 +120,51 @@ def workload(
     """
 
     def mark(f: Callable[..., Workload]) -> Callable[..., Workload]:
-        ws = tuple(int(w) for w in widths)
-        dw = default_width if default_width is not None else (ws[0] if ws else None)
-        if dw is not None and ws and dw not in ws:
-            ws = (*ws, dw)
+        where = f"@autoplace.workload on {f.__name__}: "
+        ws, dw = _declared(widths, default_width, where, ("widths", "default_width"))
         info = WorkloadInfo(
             name=name or f.__name__,
             widths=tuple(sorted(set(ws))),
             default_width=dw,
             doc=inspect.getdoc(f) or "",
-            batch_sizes=tuple(sorted({int(b) for b in batch_sizes})),
+            batch_sizes=tuple(sorted(set(_counts(batch_sizes, f"{where}batch_sizes")))),
         )
         setattr(f, _MARK, info)
         return f
 
     return mark(fn) if fn is not None else mark
+
+
+def _declared(
+    widths: Any, default: Any, where: str, names: tuple[str, str]
+) -> tuple[tuple[int, ...], int | None]:
+    """A workload's declared widths and default (the first width when none is given),
+    checked: whole numbers, the default among the widths. ``names``: how the file spells
+    the two (the decorator's arguments, or the module constants)."""
+    ws = _counts(widths, f"{where}{names[0]}")
+    dw = default if default is not None else (ws[0] if ws else None)
+    if dw is not None:
+        (dw,) = _counts((dw,), f"{where}{names[1]}")
+    if dw is not None and ws and dw not in ws:
+        raise ModelFileError(
+            f"{where}{names[1]}={dw} is not one of {names[0]}={ws}: add it to {names[0]}, "
+            "or make the default one of them"
+        )
+    return ws, dw
+
+
+def _counts(values: Any, what: str) -> tuple[int, ...]:
+    """``values`` as whole numbers of at least 1, or :class:`ModelFileError` naming them."""
+    try:
+        given = tuple(values)
+    except TypeError:
+        given = (values,)
+    for v in given:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ModelFileError(
+                f"{what} must be whole numbers of at least 1, got {v!r}: e.g. (8, 16, 32)"
+            )
+    return given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +176,7 @@ class ModelFile:
 
     @classmethod
     def at(cls, path: str | Path) -> ModelFile:
-        p = Path(path).expanduser()
+        p = check_length(Path(path).expanduser(), "model file")
         if not p.exists():
             raise ModelFileError(f"model file {str(path)!r} does not exist: check the path")
         if not p.is_file():
@@ -156,6 +194,12 @@ def _user_frame(exc: BaseException, path: Path) -> str:
         if Path(frame.filename) == path:
             where = f"{frame.filename}:{frame.lineno}"
     return where
+
+
+def located(exc: BaseException, path: Path) -> str:
+    """``exc``'s message with the model file's line that raised it, when known."""
+    where = _user_frame(exc, path)
+    return f"{exc} ({where})" if where else f"{exc} (in {path})"
 
 
 def describe_exception(exc: BaseException, path: Path | None = None) -> str:
@@ -184,6 +228,8 @@ def import_model_file(path: Path) -> Any:
         sys.modules.pop(module_name, None)
         if isinstance(exc, KeyboardInterrupt):
             raise
+        if isinstance(exc, ModelFileError):  # a declaration autoplace refused: say where
+            raise ModelFileError(located(exc, path)) from exc
         raise ModelFileError(
             f"model file {path} failed to import: {describe_exception(exc, path)}; "
             "fix the file and run again"
@@ -203,8 +249,12 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
     if not found:
         fn = getattr(module, CONVENTIONAL_NAME, None)
         if callable(fn) and fn is not workload:  # `from autoplace import workload` is not one
-            widths = tuple(int(w) for w in getattr(module, "WIDTHS", ()))
-            default = getattr(module, "DEFAULT_WIDTH", widths[0] if widths else None)
+            widths, default = _declared(
+                getattr(module, "WIDTHS", ()),
+                getattr(module, "DEFAULT_WIDTH", None),
+                f"in {path}: ",
+                ("WIDTHS", "DEFAULT_WIDTH"),
+            )
             info = WorkloadInfo(
                 name=CONVENTIONAL_NAME,
                 widths=tuple(sorted(set(widths) | ({default} if default else set()))),

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jax
 import optuna
@@ -34,6 +38,25 @@ jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
 # This run's own lock folder (the workers and CLIs it starts inherit it): no test waits on
 # another process's timing, such as a tune or another test run on the same machine.
 os.environ.setdefault(LOCK_DIR_ENV, tempfile.mkdtemp(prefix="autoplace-test-locks-"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test's ``tmp_path`` in memory (``/dev/shm``) where there is one: the tests
+    write SQLite studies, whose every commit waits for the disk, and on a busy machine's
+    shared disk that wait was half the quick tests' time. ``--basetemp`` still decides."""
+    shm = Path("/dev/shm")
+    if config.option.basetemp is None and shm.is_dir() and os.access(shm, os.W_OK):
+        config.option.basetemp = tempfile.mkdtemp(prefix="autoplace-tests-", dir=shm)
+        config.stash[_IN_MEMORY] = config.option.basetemp
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_IN_MEMORY, None)
+    if folder is not None:  # memory, not disk: kept no longer than the run
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_IN_MEMORY = pytest.StashKey[str]()
 
 #: The repository's root, and the small model files the tests measure.
 REPO = Path(__file__).resolve().parent.parent
@@ -62,7 +85,14 @@ def write_model(tmp_path: Path, source: str, name: str = "model.py") -> Path:
     return path
 
 
-FAST = autoplace.MeasureSettings(time_cap_s=0.2, fed_time_cap_s=0.1, min_samples=3, max_samples=10)
+FAST = autoplace.MeasureSettings(
+    time_cap_s=0.2,
+    fed_time_cap_s=0.1,
+    min_samples=3,
+    max_samples=10,
+    sample_min_s=0.01,
+    settle_s=0.005,
+)
 
 
 def request(
@@ -77,6 +107,36 @@ def request(
         config=autoplace.Config(**{"device": "cpu", "batch_size": 4, **config}),
         settings=settings,
     )
+
+
+@pytest.fixture(autouse=True)
+def _quick_tests_start_no_python(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that starts a Python process (a measurement worker, the CLI in a subprocess,
+    a second tune) takes seconds on a busy machine: it must be marked ``slow``, so that
+    ``-m "not slow"`` stays quick. A quick test that starts one fails, naming the rule."""
+    if request.node.get_closest_marker("slow"):
+        return
+
+    def refuse() -> None:
+        pytest.fail(
+            "this test starts a Python process (a JAX worker or the autoplace CLI): "
+            "mark it @pytest.mark.slow",
+            pytrace=False,
+        )
+
+    real = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
+        argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        if argv and os.path.realpath(str(argv[0])) == os.path.realpath(sys.executable):
+            refuse()
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    # Before the worker's socket pair is made, so that refusing leaks nothing.
+    monkeypatch.setattr("autoplace.measuring._subprocess._Worker.launch", lambda self: refuse())
 
 
 @pytest.fixture
@@ -137,9 +197,10 @@ def _answers(kind: str) -> bool:
     params=[
         "sqlite",
         "journal",
-        pytest.param("postgresql", marks=[skip_servers, pytest.mark.storage]),
-        pytest.param("mysql", marks=[skip_servers, pytest.mark.storage]),
-        pytest.param("redis", marks=[skip_servers, pytest.mark.storage]),
+        # A server's round trips add up to seconds a test: the full suite runs them.
+        pytest.param("postgresql", marks=[skip_servers, pytest.mark.storage, pytest.mark.slow]),
+        pytest.param("mysql", marks=[skip_servers, pytest.mark.storage, pytest.mark.slow]),
+        pytest.param("redis", marks=[skip_servers, pytest.mark.storage, pytest.mark.slow]),
     ]
 )
 def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:

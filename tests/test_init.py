@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 import autoplace
@@ -22,6 +23,7 @@ def test_every_public_name_resolves_to_what_its_home_module_holds():
     assert callable(autoplace.workload) and not isinstance(autoplace.workload, type(os))
 
 
+@pytest.mark.slow
 def test_importing_autoplace_loads_neither_jax_nor_optuna_nor_numpy():
     code = (
         "import sys, autoplace, autoplace.workload; "

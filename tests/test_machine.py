@@ -57,6 +57,7 @@ def _running(pid: int) -> bool:
     return text[text.rindex(")") + 2] == "R"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux's /proc")
 def test_processes_spinning_beside_it_are_counted_and_make_the_machine_busy():
     spin = [sys.executable, "-c", "while True: pass"]

@@ -49,13 +49,33 @@ def test_decorator_declares_widths_and_returns_the_function() -> None:
     )
 
 
-def test_default_width_is_added_to_widths() -> None:
-    @autoplace.workload(widths=(128, 1000), default_width=64)
-    def mlp(width, dtype): ...
+def test_a_default_width_not_among_the_widths_is_refused() -> None:
+    # it used to be added to them silently: a width the author never listed was searched
+    with pytest.raises(
+        ModelFileError, match=r"default_width=64 is not one of widths=\(128, 1000\)"
+    ):
 
-    info = mlp.__autoplace_workload__
-    assert info.widths == (64, 128, 1000)
-    assert info.default_width == 64
+        @autoplace.workload(widths=(128, 1000), default_width=64)
+        def mlp(width, dtype): ...
+
+
+@pytest.mark.parametrize(
+    ("declared", "fragment"),
+    [
+        ({"widths": (8, 0)}, "widths must be whole numbers of at least 1, got 0"),
+        ({"widths": ("wide",)}, "widths must be whole numbers of at least 1, got 'wide'"),
+        ({"batch_sizes": (0, 8)}, "batch_sizes must be whole numbers of at least 1, got 0"),
+        ({"batch_sizes": 2.5}, "batch_sizes must be whole numbers of at least 1, got 2.5"),
+        ({"widths": (8,), "default_width": True}, "default_width must be whole numbers"),
+    ],
+)
+def test_a_bad_declaration_names_the_decorator_and_its_function(declared, fragment) -> None:
+    with pytest.raises(ModelFileError, match=r"@autoplace\.workload on mlp: ") as info:
+
+        @autoplace.workload(**declared)
+        def mlp(width, dtype): ...
+
+    assert fragment in str(info.value)
 
 
 def test_default_width_defaults_to_the_first_width_listed() -> None:
@@ -97,11 +117,14 @@ def test_decorated_workloads_win_over_the_conventional_name() -> None:
 
 
 def test_conventional_name_with_module_constants() -> None:
-    found = find_workloads(_module(workload=_fn, WIDTHS=(64, 16), DEFAULT_WIDTH=32), Path("m.py"))
+    found = find_workloads(_module(workload=_fn, WIDTHS=(64, 16), DEFAULT_WIDTH=16), Path("m.py"))
     info, fn = found["workload"]
     assert fn is _fn
-    assert info.widths == (16, 32, 64)
-    assert info.default_width == 32
+    assert info.widths == (16, 64)
+    assert info.default_width == 16
+    refused = r"in m.py: DEFAULT_WIDTH=32 is not one of WIDTHS=\(64, 16\)"
+    with pytest.raises(ModelFileError, match=refused):
+        find_workloads(_module(workload=_fn, WIDTHS=(64, 16), DEFAULT_WIDTH=32), Path("m.py"))
 
 
 def test_conventional_name_without_default_uses_the_first_width() -> None:
@@ -289,9 +312,9 @@ def test_workload_validation() -> None:
 
     assert Workload(state=1, step=step, make_batch=make).kind == "train"
     assert Workload(state=1, step=step, make_batch=make, kind="infer").kind == "infer"
-    with pytest.raises(ValueError, match="'train' or 'infer'"):
+    with pytest.raises(ModelFileError, match=r"'train' .* or 'infer'"):
         Workload(state=1, step=step, make_batch=make, kind="eval")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="callables"):
+    with pytest.raises(ModelFileError, match=r"step=\.\.\.\) got a NoneType, not a function"):
         Workload(state=1, step=None, make_batch=make)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="callables"):
+    with pytest.raises(ModelFileError, match=r"make_batch=\.\.\.\) got a ndarray"):
         Workload(state=1, step=step, make_batch=np.zeros(3))  # type: ignore[arg-type]

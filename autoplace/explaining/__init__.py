@@ -7,25 +7,53 @@
   emulated precisions, the largest batch that fits;
 * ``_explanation``: :class:`Explanation`, the sentences, most important first;
 * ``_standing``: :func:`explain_standing`, a tuning standing's explanation with its
-  verdict first (``autoplace.explain``, in ``report``, reads it from a study).
+  verdict first (``autoplace.explain``, in ``report``, reads it from a study);
+* ``_plots``: the throughput figure and the helpers every figure of the report uses
+  (markers placed right on log axes); plotly is imported when a figure is drawn.
 
 Nothing here measures or imports JAX: the study's own measurements are the evidence.
 """
 
+from autoplace.explaining._answers import finish_s, per_sample
 from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
 from autoplace.explaining._fit import Line, Point, fit_line, fit_memory
-from autoplace.explaining._model import ArmModel, arm_models
+from autoplace.explaining._model import ArmModel, arm_models, one_off
+from autoplace.explaining._plots import (
+    FAR,
+    PALETTE,
+    arm_key,
+    hline,
+    layout,
+    log2_axis,
+    note,
+    short_label,
+    throughput_figure,
+    vline,
+)
 from autoplace.explaining._standing import explain_standing
 
 __all__ = [
+    "FAR",
     "MEMORY_MARGIN",
+    "PALETTE",
     "ArmModel",
     "Explanation",
     "Line",
     "Point",
+    "arm_key",
     "arm_models",
     "explain_figures",
     "explain_standing",
+    "finish_s",
     "fit_line",
     "fit_memory",
+    "hline",
+    "layout",
+    "log2_axis",
+    "note",
+    "one_off",
+    "per_sample",
+    "short_label",
+    "throughput_figure",
+    "vline",
 ]

@@ -38,9 +38,20 @@ class Crossover:
     above: float | None
     low: int
     high: int
+    #: Where the measurements disagree with what the lines say, in words (see
+    #: :func:`against_figures`); empty when they agree.
+    measured_against: str = ""
+    #: When the arm behind where both lines hold is ahead at its own best batch, the two
+    #: bests in words (a reader sees those in the table of bests).
+    best_against: str = ""
+    faster_arm: tuple[str, str, int | None] | None = dataclasses.field(default=None, repr=False)
+    slower_arm: tuple[str, str, int | None] | None = dataclasses.field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        for name in ("faster_arm", "slower_arm"):
+            out.pop(name)
+        return out
 
 
 def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | None:
@@ -63,7 +74,54 @@ def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | 
         above = max(low, (la.fixed - lb.fixed) / (lb.per_sample - la.per_sample))
         if above > high:
             above = None
-    return Crossover(faster=a.label, slower=b.label, above=above, low=low, high=high)
+    return Crossover(
+        faster=a.label,
+        slower=b.label,
+        above=above,
+        low=low,
+        high=high,
+        faster_arm=a.arm,
+        slower_arm=b.arm,
+    )
+
+
+def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: str) -> Crossover:
+    """``x`` checked against the measurements of its two arms: at every batch from
+    ``x.low`` to ``x.high`` both measured, is the one the lines put ahead measured ahead
+    (beyond both points' spread)? And is the arm behind there ahead at its own best
+    batch? What disagrees is kept in words, for the sentence to say."""
+
+    def per_sample_of(arm: Any) -> dict[int, tuple[float, float]]:
+        out = {}
+        for c, m in figures.items():
+            seconds = m.fed_step_s if loop == "fed" else m.step_s
+            spread = m.fed_step_spread if loop == "fed" else m.step_spread
+            if (c.device, c.precision, c.width) == arm and m.status == "ok" and seconds:
+                out[c.batch_size] = (seconds / c.batch_size, spread or 0.0)
+        return out
+
+    fast, slow = per_sample_of(x.faster_arm), per_sample_of(x.slower_arm)
+    ahead, behind = (x.faster, x.slower) if x.above is not None else (x.slower, x.faster)
+    first, second = (fast, slow) if x.above is not None else (slow, fast)
+    lo = x.low if x.above is None else max(x.low, x.above)
+    wrong = [
+        b
+        for b in sorted(set(first) & set(second))
+        if lo <= b <= x.high
+        and first[b][0] > second[b][0] * (1.0 + max(first[b][1], second[b][1], 0.02))
+    ]
+    measured = f"{behind} ran ahead at batch {', '.join(map(str, wrong))}" if wrong else ""
+    best = ""
+    b_ahead = min(first, key=lambda b: first[b][0], default=None)
+    b_behind = min(second, key=lambda b: second[b][0], default=None)
+    if b_ahead is not None and b_behind is not None:
+        (best_ahead, spread_a), (best_behind, spread_b) = first[b_ahead], second[b_behind]
+        if best_ahead > best_behind * (1.0 + max(spread_a, spread_b, 0.02)):
+            best = (
+                f"{behind} (batch {b_behind}) runs {best_ahead / best_behind:.2f}x as fast "
+                f"as {ahead} (batch {b_ahead})"
+            )
+    return dataclasses.replace(x, measured_against=measured, best_against=best)
 
 
 @dataclasses.dataclass(frozen=True)

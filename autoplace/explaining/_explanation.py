@@ -20,6 +20,7 @@ from autoplace.explaining._answers import (
     BreakEven,
     Crossover,
     Emulated,
+    against_figures,
     break_even,
     crossover,
     emulated,
@@ -112,7 +113,7 @@ def explain_figures(
     mine = models[arm]
     largest = largest_batch or max(c.batch_size for c in figures)
     crossovers = tuple(
-        x
+        against_figures(x, figures, loop)
         for o in others
         if (o.device, o.precision, o.width) != arm
         and (x := crossover(mine, models[(o.device, o.precision, o.width)], loop, largest))
@@ -273,7 +274,8 @@ def _feeding(t: Mapping[str, Any], m: Measurement) -> str:
         )
     gain = t.get("gain_on_device")
     keeping = (
-        f": keeping the data on {m.device} would make the step about {units.percent(gain)} faster"
+        f": keeping the data on {m.device} would leave {units.percent(1.0 - t['share'])} of "
+        f"the step, {1.0 + gain:.2f}x the throughput"
         if gain is not None
         else ""
     )
@@ -289,27 +291,41 @@ def _emulated(x: Emulated) -> str:
         if x.deviation is None
         else f"; its output deviates {units.percent(x.deviation)} from float32's"
     )
-    dtypes = ", ".join(x.compute_dtypes) or "unknown dtypes"
+    why = (
+        f"XLA compiled it to {', '.join(x.compute_dtypes)} but the device has no faster "
+        "kernels for it"
+        if x.compute_dtypes
+        else "the device has no faster kernels for it"
+    )
+    width = "" if x.width is None else f" width {x.width}"
     return (
-        f"{x.precision} is emulated on {x.device}: {x.ratio:.2f}x float32's time per sample "
-        f"at the best batch of each (XLA compiled it to {dtypes} but the device has no faster "
-        f"kernels for it){dev}."
+        f"{x.precision} is emulated on {x.device}{width}: {x.ratio:.2f}x float32{width}'s "
+        f"time per sample at the best batch of each ({why}){dev}."
     )
 
 
 def _crossing(x: Crossover) -> str:
+    """What the two lines say where both hold, then what the measurements say where they
+    disagree with it, or where the arm behind there is ahead at its own best batch: so that
+    no sentence says "ahead at every batch" beside a table that shows the opposite."""
     where = f"from batch {x.low} to {x.high}, where both lines hold"
     if x.above is None:
-        return (
+        text = (
             f"{x.slower} keeps ahead of {x.faster} {where}: its smaller fixed cost outweighs "
-            f"{x.faster}'s smaller cost per sample there."
+            f"{x.faster}'s smaller cost per sample there"
         )
-    if x.above <= x.low:
-        return f"{x.faster} is ahead of {x.slower} at every batch {where}."
-    return (
-        f"Above batch {x.above:.0f}, {x.faster} overtakes {x.slower} (a smaller cost per "
-        f"sample); below it, {x.slower}'s smaller fixed cost wins ({where})."
-    )
+    elif x.above <= x.low:
+        text = f"By their fitted lines, {x.faster} is ahead of {x.slower} {where}"
+    else:
+        text = (
+            f"Above batch {x.above:.0f}, {x.faster} overtakes {x.slower} (a smaller cost per "
+            f"sample); below it, {x.slower}'s smaller fixed cost wins ({where})"
+        )
+    if x.measured_against:
+        text += f"; measured, {x.measured_against}"
+    if x.best_against:
+        text += f"; at their best batches, {x.best_against}"
+    return text + "."
 
 
 def _even(x: BreakEven) -> str:

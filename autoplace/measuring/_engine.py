@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
@@ -49,6 +50,8 @@ from autoplace.measuring._setup import (
     Executable,
     build,
     check_fits,
+    check_next_state,
+    check_precision,
     compile_step,
     first_call,
     host_batch,
@@ -60,7 +63,7 @@ from autoplace.measuring._xla import (
     all_devices,
     all_finite,
     device_name,
-    peak_bytes_in_use,
+    memory_in_use,
     platform_of,
     relative_deviation,
     tree_bytes,
@@ -119,8 +122,11 @@ class Engine:
             self._compiles += 1
 
     def _on_count(self, event: str, **_: Any) -> None:
+        # JAX times a persistent-cache hit as a compile too (the hit is said first): it
+        # compiled nothing, so it does not count as one; hits are counted on their own.
         if event == _CACHE_HIT_EVENT:
             self._cache_hits += 1
+            self._compiles -= 1
 
     @property
     def compiles(self) -> int:
@@ -222,19 +228,28 @@ class Engine:
         ``together`` names the call that timed them in turns (``None``: alone), ``others``
         how many configurations took turns with each (default: the rest of ``runs``).
 
-        Raises RuntimeError when a compile happened after the runs were prepared: the
-        timed loops call one AOT-compiled executable each, so none may."""
+        A compile after the runs were prepared fails them: the loops call one compiled
+        executable each, so only the step's own code (a host callback that jits) or another
+        thread of the model file's can compile meanwhile, and the timings would hold it."""
         # Runs are prepared one after another: the last one's count is where timing began.
         marks = [r.compiles_before_timing for r in runs if r.compiles_before_timing is not None]
         started = max(marks, default=self._compiles)
         compiles = self._compiles - started
-        if compiles:
-            raise RuntimeError("a compile happened inside the timed loop: autoplace bug")
         out = []
         for run in runs:
             run.interleaved_with = len(runs) - 1 if others is None else others
             run.interleave_id = together
             run.timing_compiles = compiles
+            if compiles and run.failure is None:
+                # The loops call one compiled executable: only the step's own code (a host
+                # callback that jits) or another thread can compile meanwhile, and the
+                # timings would hold it.
+                run.failure = ConfigFailure(
+                    "error",
+                    f"XLA compiled {compiles} time(s) while the steps were timed, so the "
+                    "timings hold a compile: a host callback in the step that jits, or "
+                    "another thread of the model file's, compiles meanwhile; move it out",
+                )
             if run.failure is None:
                 try:
                     self._check(run)
@@ -271,9 +286,24 @@ class Engine:
             workload, host[0], device, s.transfer_cap_s, path
         )
         executable = self._compile(run, workload, state, batch)
+        check_precision(workload.state, host[0], executable.compute_dtypes, config.precision, path)
         check_fits(executable, device, s.max_memory)
-        run.peak_before = peak_bytes_in_use(device)
+        # What the state looks like, for the check of the next state (the call donates it).
+        before = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), state)
+        mark, in_use = memory_in_use(device)
+        resident = tree_bytes(state) + tree_bytes(batch)  # before a donation takes the state
         out, run.first_call_s = first_call(executable, state, batch, path)
+        if workload.kind == "train":
+            check_next_state(before, out, path)
+        # Its own peak: the first call runs alone (configurations measured together are set
+        # up one after another), so when the device's high-water mark rose during it, the
+        # rise over what was in use before, plus its own state and batch (in use before), is
+        # this configuration's. Otherwise (the mark is the process's, and another call set
+        # it higher) XLA's prediction stands, and the source says so.
+        after, _ = memory_in_use(device)
+        if None not in (mark, in_use, after) and after > mark:  # type: ignore[operator]
+            own = after - in_use + resident  # type: ignore[operator]
+            run.peak_bytes, run.peak_bytes_source = own, "measured"
         run.first_out = jax.device_get(out) if s.deviation else None
         run.compiled, run.host, run.batch = executable.compiled, host, batch
         run.train = workload.kind == "train"
@@ -359,10 +389,9 @@ class Engine:
             return
 
     def _check(self, run: Run) -> None:
-        """Phase 9 once the loops are timed: peak memory, outputs finite, deviation."""
-        peak_after = peak_bytes_in_use(run.device)
-        if peak_after is not None and (run.peak_before is None or peak_after > run.peak_before):
-            run.peak_bytes, run.peak_bytes_source = peak_after, "measured"
+        """Phase 9 once the loops are timed: outputs finite, deviation. (Its peak memory was
+        read at its first call: after the loops, the device's high-water mark is the whole
+        group's.)"""
         with user_phase("checking the outputs", Path(run.request.model_file)):
             run.finite = all_finite(run.out)
         if run.first_out is not None:

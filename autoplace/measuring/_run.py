@@ -60,7 +60,6 @@ class Run:
     out: Any = None
     train: bool = False
     first_out: Any = None
-    peak_before: int | None = None
     #: What the machine and this process did over the run's own chunks.
     stats: ChunkStats = dataclasses.field(default_factory=ChunkStats)
     #: Whether the run is the only one its process measures (a fresh worker's).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,16 @@ import numpy as np
 from autoplace.errors import ModelFileError, first_line
 from autoplace.measurement import Status
 from autoplace.measuring._xla import (
+    XLA_NAMES,
     compute_dtypes,
     flops_of,
+    is_key,
     median_transfer,
     memory_limit,
     predicted_bytes,
 )
 from autoplace.units import size
-from autoplace.workload import Workload, describe_exception
+from autoplace.workload import Workload, describe_exception, located
 
 
 class ConfigFailure(Exception):
@@ -56,6 +58,8 @@ def user_phase(what: str, path: Path) -> Iterator[None]:
         yield
     except ConfigFailure:
         raise
+    except ModelFileError as exc:  # the file broke autoplace's contract: bad input, not a status
+        raise ModelFileError(located(exc, path)) from exc
     except Exception as exc:
         if _is_oom(exc):
             raise ConfigFailure("oom", f"out of memory while {what}: {first_line(exc)}") from exc
@@ -127,6 +131,13 @@ def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> An
         )
     with user_phase("making a batch", path):
         batch = jax.tree.map(np.asarray, batch)
+    wide = [leaf for leaf in jax.tree.leaves(batch) if leaf.dtype == np.float64]
+    if wide and not jax.config.jax_enable_x64:
+        raise ModelFileError(
+            f"make_batch in {path} returned float64 arrays (shape {wide[0].shape}), which JAX "
+            "turns into float32 on the device (64-bit is off), so every step would time a "
+            "conversion: return the dtype asked (x.astype(dtype)), or float32"
+        )
     rows = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(batch)}
     wrong = sorted(("a scalar" if r is None else f"{r} rows") for r in rows - {batch_size})
     if wrong:
@@ -160,10 +171,11 @@ def compile_step(
 ) -> Executable:
     """Phases 3-5: the step traced and lowered, compiled, and XLA's analyses of it.
 
-    ``compiles()`` counts the compiles XLA has done (a load from the persistent cache
-    counts): one must happen here. ``cache_hits()`` counts loads from JAX's persistent
-    compilation cache, when the engine uses one (``None``: it does not): a hit is reported
-    as such (:attr:`Executable.cache`), never as a fast compile.
+    ``compiles()`` counts the compiles XLA has done (a load from the persistent cache does
+    not count): one must happen here, or the step came from a persistent compilation cache.
+    ``cache_hits()`` counts loads from the cache the engine keeps for a tune (``None``: it
+    keeps none): a load from it is reported as such (:attr:`Executable.cache`), never as a
+    fast compile; a load from any other cache (the model file turned JAX's on) is refused.
     """
     train = workload.kind == "train"
 
@@ -186,10 +198,16 @@ def compile_step(
         compiled = lowered.compile()
     compile_s = time.perf_counter() - t
     if compiles() == compiles_before:
-        raise RuntimeError("the step's compile was a cache hit, so compile_s is not real")
-    cache = "off"
-    if cache_hits is not None:
-        cache = "hit" if cache_hits() > hits_before else "miss"
+        if cache_hits is None or cache_hits() == hits_before:
+            raise ModelFileError(
+                f"XLA served the step of {path} from a persistent compilation cache autoplace "
+                "did not set, so its compile time would not be real: something turned JAX's "
+                "cache on (jax_compilation_cache_dir or jax_enable_compilation_cache set by "
+                "the model file?); remove that from the file"
+            )
+        cache = "hit"  # from the tune's own cache: reported as such, never as a compile
+    else:
+        cache = "off" if cache_hits is None else "miss"
     return Executable(
         compiled=compiled,
         lower_s=lower_s,
@@ -210,6 +228,68 @@ def check_fits(executable: Executable, device: Any, max_memory: int | None) -> N
             "too_big",
             f"XLA predicts {size(predicted)}, over the {size(limit)} limit",
         )
+
+
+def check_precision(
+    state: Any, batch: Any, compute_dtypes: Sequence[str], precision: str, path: Path
+) -> None:
+    """Refuse a workload that ignores ``dtype``: asked for a lower precision, its state
+    and batch hold no array of it and XLA computes in none of it, so the "bfloat16"
+    configuration would measure the float32 model under another name (a model whose
+    parameters stay float32 but computes in bfloat16, Flax's ``param_dtype``, passes)."""
+    if precision == "float32":
+        return
+    floats = {
+        str(x.dtype)
+        for x in jax.tree.leaves((state, batch))
+        if not is_key(x) and jnp.issubdtype(x.dtype, jnp.floating)
+    }
+    if precision in floats or XLA_NAMES[precision] in compute_dtypes:
+        return
+    held = ", ".join(sorted(floats)) or "no floats"
+    raise ModelFileError(
+        f"the workload function in {path} ignores dtype: asked for {precision}, its state and "
+        f"batch hold {held} and XLA computes in {', '.join(compute_dtypes) or 'no dots'}, so "
+        f"every precision measures one model: cast the parameters and inputs to dtype "
+        "(the README's 'Model files'), or tune with --precisions float32"
+    )
+
+
+def check_next_state(state: Any, out: Any, path: Path) -> None:
+    """A training step's output goes back in as the next state: refuse one whose structure,
+    shapes or dtypes differ from the state's (JAX would stop the timed loop with a message
+    cut at "There are 1 mismatches, including:")."""
+    difference = _difference(state, out)
+    if difference:
+        raise ModelFileError(
+            f"the training step in {path} returned {difference}: a training step "
+            "(kind='train', the default) returns the next state, of the state's structure, "
+            "shapes and dtypes; return it, or give kind='infer' to a step that returns "
+            "predictions"
+        )
+
+
+def _difference(state: Any, out: Any) -> str | None:
+    """How ``out`` differs from ``state`` (the first difference), in words; ``None``: alike."""
+    if jax.tree.structure(state) != jax.tree.structure(out):
+        return f"{_brief(out)} where its state is {_brief(state)}"
+    pairs = zip(jax.tree_util.tree_leaves_with_path(state), jax.tree.leaves(out), strict=True)
+    for (where, a), b in pairs:
+        if (np.shape(a), a.dtype) != (np.shape(b), b.dtype):
+            return (
+                f"{jax.tree_util.keystr(where) or 'its output'} as {b.dtype}{list(np.shape(b))} "
+                f"where the state holds {a.dtype}{list(np.shape(a))}"
+            )
+    return None
+
+
+def _brief(tree: Any) -> str:
+    leaves = jax.tree.leaves(tree)
+    if len(leaves) == 1 and jax.tree.structure(tree).num_nodes == 1:
+        x = leaves[0]
+        return f"one {getattr(x, 'dtype', type(x).__name__)} array of shape {list(np.shape(x))}"
+    shown = str(jax.tree.structure(tree)).removeprefix("PyTreeDef(").removesuffix(")")
+    return f"{len(leaves)} arrays as {shown if len(shown) <= 80 else shown[:77] + '...'}"
 
 
 def first_call(executable: Executable, state: Any, batch: Any, path: Path) -> tuple[Any, float]:

@@ -255,6 +255,16 @@ class _Worker:
         self.killed = code is not None and code < 0
         if self.killed:
             why = f"the worker was killed by {signal.Signals(-code).name}"
+            if -code == signal.SIGKILL:
+                # The out-of-memory killer only where the kernel's log names this worker or
+                # the memory is nearly all taken; else another process's kill -9 is as likely.
+                oom, free = _oom_killed(self.process.pid), _memory_free()
+                if oom or (free is not None and free[0] < 0.05 * free[1]):
+                    why += " (the kernel's out-of-memory killer"
+                    why += ": its log names this worker)" if oom else ": memory is nearly full)"
+                else:
+                    shown = "" if free is None else f"; {free[0] / 2**30:.1f} GiB of memory free"
+                    why += f" (from outside; the kernel's log names no out-of-memory kill{shown})"
         else:
             why = f"the worker exited with code {code}"
         last = _last_line(self._log)
@@ -621,6 +631,42 @@ def _failed(request: MeasureRequest, status: str, reason: str) -> Measurement:
         width=c.width,
         workload=request.workload,
     )
+
+
+def _oom_killed(pid: int) -> bool:
+    """Whether the kernel's log (``/dev/kmsg``, where this process may read it) says its
+    out-of-memory killer killed process ``pid``."""
+    marks = (f"Killed process {pid} ".encode(), f",pid={pid},".encode())
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        while True:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:  # the end of the log
+                return False
+            except OSError:  # a record overwritten as it was read: read on
+                continue
+            if not record:
+                return False
+            if any(mark in record for mark in marks):
+                return True
+    finally:
+        os.close(fd)
+
+
+def _memory_free() -> tuple[int, int] | None:
+    """Bytes of memory available now, and in all (``/proc/meminfo``), where known."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return (
+            int(fields["MemAvailable"].split()[0]) * 1024,
+            int(fields["MemTotal"].split()[0]) * 1024,
+        )
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def _last_line(log: Path) -> str:

@@ -12,7 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autoplace.config import PRECISIONS
 from autoplace.devices import canonical_platform
+
+#: How XLA's lowered programs name each precision's element type (``compute_dtypes``).
+XLA_NAMES = dict(zip(PRECISIONS, ("f32", "bf16", "f16"), strict=True))
 
 _DOT_RE = re.compile(
     r"stablehlo\.(?:dot_general|dot|convolution)\b.*->\s*tensor<(?:[0-9?]+x)*([a-z0-9]+)>"
@@ -24,18 +28,32 @@ def compute_dtypes(stablehlo_text: str) -> tuple[str, ...]:
     return tuple(sorted(set(_DOT_RE.findall(stablehlo_text))))
 
 
+def is_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (``jax.random.key``): NumPy cannot hold one,
+    and it is no figure to compare or check for NaN (its bits are what they are)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def tree_bytes(tree: Any) -> int:
-    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+    """Bytes of a pytree's arrays (a typed key array counts its key data), on the host or a
+    device."""
+    # ``nbytes`` of an array on a device is its shape's: nothing is copied to the host.
+    leaves = jax.tree.leaves(tree)
+    return int(sum(x.nbytes if hasattr(x, "nbytes") else np.asarray(x).nbytes for x in leaves))
 
 
 def relative_deviation(out: Any, ref: Any) -> float | None:
-    """Relative L2 distance between two output pytrees (float leaves only)."""
+    """Relative L2 distance between two output pytrees (float leaves only: typed PRNG
+    keys, integers and booleans are not compared)."""
     a_leaves, b_leaves = jax.tree.leaves(out), jax.tree.leaves(ref)
     if len(a_leaves) != len(b_leaves):
         return None
     num = den = 0.0
     compared = 0
     for a, b in zip(a_leaves, b_leaves, strict=True):
+        if is_key(a) or is_key(b):
+            continue
         a64 = np.asarray(a).astype(np.float64)
         b64 = np.asarray(b).astype(np.float64)
         if a64.shape != b64.shape or not np.issubdtype(np.asarray(b).dtype, np.inexact):
@@ -110,12 +128,22 @@ def device_memory(device: Any) -> int | None:
     return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
 
 
-def peak_bytes_in_use(device: Any) -> int | None:
+def memory_in_use(device: Any) -> tuple[int | None, int | None]:
+    """The device's high-water mark of memory in use since the process started, and the
+    bytes in use now, as it reports them (``None`` where it does not: a CPU)."""
     stats = device.memory_stats() if device.platform != "cpu" else None
-    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+    if not stats:
+        return None, None
+    figures = (stats.get("peak_bytes_in_use"), stats.get("bytes_in_use"))
+    return tuple(None if f is None else int(f) for f in figures)  # type: ignore[return-value]
 
 
 def all_finite(tree: Any) -> bool:
-    """Checked on the host: a device-side check would compile a kernel per leaf shape."""
-    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    """Checked on the host: a device-side check would compile a kernel per leaf shape. Only
+    float leaves can be NaN or inf (not integers, nor typed PRNG keys)."""
+    leaves = [
+        x
+        for x in jax.tree.leaves(tree)
+        if not is_key(x) and jnp.issubdtype(getattr(x, "dtype", None) or type(x), jnp.inexact)
+    ]
     return all(bool(np.isfinite(np.asarray(x, dtype=np.float32)).all()) for x in leaves)

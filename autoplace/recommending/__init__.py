@@ -8,7 +8,17 @@ A cached look-up imports neither JAX, Optuna nor numpy.
 """
 
 from autoplace.recommending._cache import ENV, Cache, CacheWarning, default_dir
+from autoplace.recommending._listing import listed
 from autoplace.recommending._recommend import recommend
 from autoplace.recommending._recommendation import Recommendation, Source
 
-__all__ = ["ENV", "Cache", "CacheWarning", "Recommendation", "Source", "default_dir", "recommend"]
+__all__ = [
+    "ENV",
+    "Cache",
+    "CacheWarning",
+    "Recommendation",
+    "Source",
+    "default_dir",
+    "listed",
+    "recommend",
+]

@@ -4,7 +4,7 @@ figures these are checked against, so a look-up honours them without measuring."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace.errors import NoAnswerError
@@ -17,20 +17,35 @@ def choose(
     max_batch_size: int | None,
     memory_margin: float,
     max_deviation: float | None,
+    widths: Sequence[int | None] = (None,),
 ) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
-    """The best ranked configuration within the limits; whether it is the measured
-    winner; and one line per limit saying how it was applied."""
+    """The best ranked configuration of ``widths`` (``None``: any) within the limits;
+    whether it is the measured winner; and one line per limit saying how it was applied."""
     memory: Mapping[str, int | None] = answer.get("device_memory") or {}
-    ranked = list(answer.get("candidates") or [])
-    if not ranked:
+    every = list(answer.get("candidates") or [])
+    if not every:
         raise NoAnswerError("the answer holds no configuration that ran: tune again")
+    ranked = [c for c in every if None in widths or c["width"] in widths]
+    if not ranked:
+        shown = ", ".join(map(str, widths))
+        raise NoAnswerError(
+            f"the answer holds no configuration of width {shown} that ran: tune again with "
+            f"--widths {shown.replace(', ', ',')}"
+        )
+    # A precision strays as far as the worst of its arm's measured outputs: a candidate its
+    # tune never compared with float32 is judged by those of its arm that were.
+    strays: dict[tuple[Any, ...], float] = {}
+    for c in every:
+        arm = (c["device"], c["precision"], c["width"])
+        strays[arm] = max(strays.get(arm, 0.0), c.get("deviation_vs_float32") or 0.0)
     passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0}
     for c in ranked:
+        arm = (c["device"], c["precision"], c["width"])
         if max_batch_size is not None and c["batch_size"] > max_batch_size:
             dropped["batch"] += 1
         elif not _fits(c, memory.get(c["device"]), memory_margin):
             dropped["memory"] += 1
-        elif max_deviation is not None and (c.get("deviation_vs_float32") or 0.0) > max_deviation:
+        elif max_deviation is not None and strays[arm] > max_deviation:
             dropped["deviation"] += 1
         else:
             passed.append(c)
@@ -42,6 +57,12 @@ def choose(
         )
     pick = passed[0]
     notes = [_memory_note(pick, memory.get(pick["device"]), memory_margin)]
+    if ranked[0] is not every[0]:
+        notes.append(
+            f"width {pick.get('width')}: the best of the width{'s' if len(widths) > 1 else ''} "
+            f"asked; the study's pick over every width it searched is width "
+            f"{every[0].get('width')}"
+        )
     if dropped["batch"]:
         notes.append(f"batch sizes over {max_batch_size} left out ({dropped['batch']} measured)")
     if dropped["deviation"]:
@@ -49,7 +70,7 @@ def choose(
             f"{dropped['deviation']} configuration(s) whose output strays from float32's by "
             f"more than {max_deviation:g} left out"
         )
-    return pick, pick is ranked[0], tuple(notes)
+    return pick, pick is every[0], tuple(notes)
 
 
 def _fits(c: Mapping[str, Any], memory: int | None, margin: float) -> bool:
@@ -65,7 +86,10 @@ def _memory_note(c: Mapping[str, Any], memory: int | None, margin: float) -> str
     if peak is None or memory is None:
         return "memory margin not checked: the peak or the device's memory is unknown"
     free = 1.0 - peak / memory
+    how = {"measured": "measured", "predicted": "predicted by XLA"}.get(
+        c.get("peak_bytes_source"), "measured or predicted"
+    )
     return (
-        f"peak {size(peak)} measured at batch {c['batch_size']} leaves {free:.0%} of "
+        f"peak {size(peak)} {how} at batch {c['batch_size']} leaves {free:.0%} of "
         f"{c['device']}'s {size(memory)} free (margin asked: {margin:.0%})"
     )

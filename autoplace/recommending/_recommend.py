@@ -31,7 +31,6 @@ OnStale = Literal["use", "retune", "raise"]
 OnBusy = Literal["wait", "fallback"]
 #: The batch size of the safest fallback (capped by ``max_batch_size``).
 FALLBACK_BATCH = 32
-_OBJECTIVES = ("throughput", "latency", "time-to-finish")
 
 
 def recommend(
@@ -85,8 +84,14 @@ def recommend(
     (``trials``, ``timeout``, ``devices``, ``batch_sizes``, ...); ``backend`` is for tests.
     """
     _check(on_miss, on_stale, on_busy, memory_margin, max_batch_size, max_deviation, wait_s)
+    if max_age is not None and _seconds_of(max_age) < 0:
+        raise BadInputError(f"max_age must be 0 or more seconds, got {_seconds_of(max_age):g}")
     run = _run_length(objective, steps, samples, epochs)
     mf = ModelFile.at(model_file)
+    if storage is not None:  # another program's SQLite file is never made a study storage
+        from autoplace.study import normalize_url, refuse_foreign_tables
+
+        refuse_foreign_tables(normalize_url(storage))
     cache = Cache(cache_dir)
     devices = machine_devices(cache, backend)
     key = Key(
@@ -109,7 +114,7 @@ def recommend(
             "memory_margin": memory_margin,
             "max_deviation": max_deviation,
         },
-        max_age=max_age.total_seconds() if isinstance(max_age, dt.timedelta) else max_age,
+        max_age=None if max_age is None else _seconds_of(max_age),
         fallback=fallback,
     )
     found = lookup.cached()
@@ -177,28 +182,44 @@ class _Lookup:
             return None
 
     def stored(self, url: str, study: str | None) -> Recommendation | None:
-        """The answer a finished tune left with the study for this key (exact matches
-        only), cached on the way; ``None`` when there is none."""
-        from autoplace.study import find_answer
+        """The answer a finished tune left with a study for this key (exact matches only),
+        cached on the way; ``None`` when there is none. Without ``study``, every study of
+        this model file, objective and machine is looked at (one per workload and set of
+        widths searched): of those that measured the widths asked, the one that searched
+        exactly those, else the newest."""
+        from autoplace.study import answers_ending, find_answer
 
         wl = self.key.workload
         hw = fingerprint.hardware(list(self.devices))
         suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
-        name = study or (f"{wl['name']}{suffix}" if wl["name"] else None)
-        answer = find_answer(url, name=name, suffix=suffix)
-        if answer is None or not self._answers_this(answer) or self._too_old(answer):
+        if study is not None:
+            answers = [find_answer(url, name=study, suffix=suffix)]
+        else:
+            answers = list(answers_ending(url, suffix).values())
+        usable = [
+            a for a in answers if a is not None and self._answers_this(a) and not self._too_old(a)
+        ]
+        if not usable:
             return None
+        answer = max(usable, key=lambda a: (self._exactly(a), str(a.get("created"))))
         self.save(answer, "study")
         return self.value(answer, "study", None)
 
+    def _exactly(self, answer: Mapping[str, Any]) -> bool:
+        """Whether ``answer``'s tune searched exactly the widths asked (or, asked none, the
+        file's default alone)."""
+        wl = answer.get("workload", {})
+        return sorted(wl.get("widths") or []) == sorted(asked_widths(answer, self.key))
+
     def _answers_this(self, answer: Mapping[str, Any]) -> bool:
-        """Whether a study's answer is an exact one for this key."""
+        """Whether a study's answer is an exact one for this key: the same file, workload,
+        objective and software, and the widths asked among those its tune measured."""
         wl, mine = answer.get("workload", {}), self.key.workload
         return (
             answer.get("answer_schema") == self.key.software["answer_schema"]
             and wl.get("sha256") == mine["sha256"]
             and (mine["name"] is None or wl.get("name") == mine["name"])
-            and (mine["widths"] is None or sorted(wl.get("widths") or []) == mine["widths"])
+            and set(asked_widths(answer, self.key)) <= set(wl.get("widths") or [None])
             and {k: v for k, v in answer.get("objective", {}).items()
                  if k not in ("direction", "unit")} == dict(self.key.objective)
             and {k: answer.get("software", {}).get(k) for k in ("jax", "jaxlib")}
@@ -212,7 +233,7 @@ class _Lookup:
 
     def value(self, answer: Mapping[str, Any], source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
-        pick, winner, notes = choose(answer, **self.limits)
+        pick, winner, notes = choose(answer, **self.limits, widths=asked_widths(answer, self.key))
         runner = answer.get("closest") or {}
         objective = answer.get("objective", {})
         return Recommendation(
@@ -322,12 +343,24 @@ def _tune_once(
         lock.release()
 
 
+def asked_widths(answer: Mapping[str, Any], key: Key) -> list[int | None]:
+    """The widths a look-up asks of ``answer``: those in ``key``, else the file's default
+    width as the answer records it (an answer from before widths were recorded: the one
+    width it searched, which without ``--widths`` was the default)."""
+    if key.workload["widths"]:
+        return list(key.workload["widths"])
+    wl = answer.get("workload", {})
+    if "default_width" in wl:
+        return [wl["default_width"]]
+    searched = wl.get("widths") or [None]
+    return list(searched) if len(searched) == 1 else [None]
+
+
 def _run_length(
     objective: str, steps: int | None, samples: int | None, epochs: int | None
 ) -> dict[str, Any]:
-    """The objective's run length as a study records it (checked by the objective)."""
-    if objective not in _OBJECTIVES:
-        raise BadInputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+    """The objective's run length as a study records it (the name and the run length
+    checked by :func:`~autoplace.objectives.make_objective`)."""
     from autoplace.objectives import make_objective
 
     return dict(make_objective(objective, steps=steps, samples=samples, epochs=epochs).run)
@@ -353,10 +386,16 @@ def _check(
         raise BadInputError(f"memory_margin is a fraction of memory in [0, 1), got {memory_margin}")
     if max_batch_size is not None and max_batch_size < 1:
         raise BadInputError(f"max_batch_size must be at least 1, got {max_batch_size}")
-    if max_deviation is not None and max_deviation <= 0:
-        raise BadInputError(f"max_deviation must be positive, got {max_deviation}")
+    if max_deviation is not None and not 0 < max_deviation <= 1:
+        raise BadInputError(
+            f"max_deviation is a fraction of float32's output in (0, 1], got {max_deviation}"
+        )
     if wait_s < 0:
         raise BadInputError(f"wait_s must be 0 or more seconds, got {wait_s}")
+
+
+def _seconds_of(age: float | dt.timedelta) -> float:
+    return age.total_seconds() if isinstance(age, dt.timedelta) else float(age)
 
 
 def _beside(cache: Cache) -> str | None:

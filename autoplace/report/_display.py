@@ -172,18 +172,16 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
 def _best_table(result: TuneResult) -> Table:
     """The best of each (device, precision): every column from the loop the score rests on."""
     obj = result.objective
-    table = Table(
-        title=f"Best per device and precision — {obj.describe()}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = narrow_table(f"Best per device and precision — {obj.describe()}")
     several_widths = len(result.space.widths) > 1
     columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
     step_label = "fed step" if obj.loop == "fed" else "step"
     columns += [obj.unit if obj.unit != "s" else "seconds", step_label, "±", "compile", "memory"]
     for col in columns:
-        table.add_column(col, justify="left" if col in ("device", "precision") else "right")
+        # No cell is ever wrapped or cut: the widest row fits 80 columns (a log's width).
+        table.add_column(
+            col, justify="left" if col in ("device", "precision") else "right", no_wrap=True
+        )
     for i, s in enumerate(result.per_device_precision):
         m = s.measurement
         cells = [m.device, m.precision, str(m.batch_size)]
@@ -199,6 +197,30 @@ def _best_table(result: TuneResult) -> Table:
     return table
 
 
+def narrow_table(title: str) -> Table:
+    """A table laid out to fit 80 columns (a log's width, and rich's off a terminal): one
+    space of padding and a space between columns, no frame."""
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+
+
+def where(c: Any, width: bool = True) -> str:
+    """A configuration in words (``cpu:0 float32 batch 64 width 8``), the width left out
+    when the study searched one (``width=False``) or has none."""
+    shown = f"{c['device']} {c['precision']} batch {c['batch_size']}"
+    return shown + (f" width {c['width']}" if width and c.get("width") is not None else "")
+
+
+def _several_widths(doc: dict[str, Any]) -> bool:
+    return len(doc.get("search_space", {}).get("widths") or ()) > 1
+
+
 def _arms_out(study: dict[str, Any], console: Console) -> None:
     """The arms ended by a failure that does not depend on the batch size, and those whose
     output strayed from float32's, from the document's ``study`` section."""
@@ -209,6 +231,13 @@ def _arms_out(study: dict[str, Any], console: Console) -> None:
                 f" width {arm['width']}" if arm.get("width") is not None else ""
             )
             console.print(f"  [red]{shown}[/]: {arm['reason']}, {verdict}", highlight=False)
+    over = study.get("over_memory", [])
+    if over:
+        console.print(
+            f"  [red]{len(over)} configuration(s) measured before[/] need more memory than "
+            f"--max-memory allows ({over[0]['reason'].split(',')[0]}, ...): not recommended",
+            highlight=False,
+        )
 
 
 def tune_report(result: TuneResult, console: Console | None = None) -> None:
@@ -226,7 +255,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     ended = result.standing.ended
     rest = [m for m in failed if (m.device, m.precision, m.width) not in ended]
     for m in rest[:8]:
-        console.print(f"  [red]{m.status}[/] {m.device} b={m.batch_size} {m.precision}: {m.reason}")
+        console.print(f"  [red]{m.status}[/] {_config_text(m)}: {m.reason}", highlight=False)
     if len(rest) > 8:
         console.print(f"  … and {len(rest) - 8} more (see --json)")
     if result.best is None:
@@ -244,6 +273,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     if closest:
         console.print(closest, highlight=False)
     findings_out(result.document.get("findings", []), console)
+    _per_width(result.document, console)
     if result.explanation is not None:
         # The verdict is said above; then the two sentences that say why.
         for sentence in result.explanation.sentences[1:3]:
@@ -286,13 +316,31 @@ def sentence(compared: dict[str, Any], other: str) -> str:
 def findings_out(found: list[dict[str, Any]], console: Console) -> None:
     """The findings of a file (``[[findings]]``), each its line, then its cause and fix."""
     for f in found:
-        console.print(f"[yellow]finding:[/] {f['text']}", highlight=False, soft_wrap=True)
-        console.print(f"  [dim]{f['cause']}; {f['fix']}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]finding:[/] {f['text']}", highlight=False)
+        console.print(f"  [dim]{f['cause']}; {f['fix']}[/]", highlight=False)
 
 
 def _spread_text(spread: float | None, chunks: int | None) -> str:
     """A loop's spread, or why it has none: a glance, timed once."""
     return "- (timed once)" if chunks == 1 else units.percent(spread)
+
+
+def _per_width(doc: dict[str, Any], console: Console) -> None:
+    """The best of each width, and which of them rest on one point: an arm measured at one
+    batch size only, so that its pick is one noisy figure, not a curve's best."""
+    unit = doc.get("objective", {}).get("unit", "")
+    for pw in doc.get("per_width", []):
+        line = (
+            f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
+            f"{pw['precision']} — {units.score(pw['figures'].get('score'), unit)}"
+        )
+        batches = pw.get("arm_batches")
+        if batches is not None and len(batches) < 2:
+            line += (
+                " [yellow](rests on one point: its arm ran at that batch size only; "
+                "`autoplace explain --measure` adds its neighbour)[/]"
+            )
+        console.print(line, highlight=False)
 
 
 def confirmation(windows: int, fresh: bool | None) -> str:
@@ -338,16 +386,14 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
     if closest:
         console.print(closest, highlight=False)
     findings_out(doc.get("findings", []), console)
+    several = _several_widths(doc)
     for alt in doc.get("alternatives", []):
+        width = f", width {alt['width']}" if several and alt.get("width") is not None else ""
         console.print(
-            f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']} — "
+            f"best on {alt['device']}: batch {alt['batch_size']}, {alt['precision']}{width} — "
             f"{units.score(alt['figures'].get('score'), obj.get('unit', ''))}"
         )
-    for pw in doc.get("per_width", []):
-        console.print(
-            f"width {pw.get('width')}: {pw['device']}, batch {pw['batch_size']}, "
-            f"{pw['precision']} — {units.score(pw['figures'].get('score'), obj.get('unit', ''))}"
-        )
+    _per_width(doc, console)
     _arms_out(doc["study"], console)
     study, fp = doc["study"], doc.get("fingerprint", {})
     sw = fp.get("software", {})
@@ -365,34 +411,22 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
     for sentence in explanation.sentences:
         console.print(f"• {sentence}", highlight=False)
     findings_out(list(explanation.findings), console)
-    table = Table(title=f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
-    for col in (
-        "arm",
-        "a (fixed)",
-        "c (per sample)",
-        "h (feeding)",
-        "holds for",
-        "fit error",
-        "leaves it at",
-        "one-off",
-    ):
-        table.add_column(col, justify="left" if col == "arm" else "right")
+    table = narrow_table(f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
+    # Headers of short words and figures that never wrap: at 80 columns nothing is cut.
+    table.add_column("arm", min_width=9)  # "bfloat16", "width 128" whole
+    for col in ("a:\nfixed", "c: per\nsample", "h:\nfeeding", "holds\nfor", "fit\nerror"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("leaves\nthe line", justify="right", no_wrap=True)
+    table.add_column("one-off", justify="right", no_wrap=True)
     for model in explanation.models.values():
         line = model.line(explanation.loop)
+        label = model.label.replace(" width ", "\nwidth ")
         if line is None:
-            table.add_row(
-                model.label,
-                "-",
-                "-",
-                "-",
-                "one batch size",
-                "-",
-                "-",
-                units.seconds(model.one_off_s),
-            )
+            ran = f"batch {model.measured[0]}" if model.measured else "-"
+            table.add_row(label, "-", "-", "-", ran, "-", "-", units.seconds(model.one_off_s))
             continue
         table.add_row(
-            model.label,
+            label,
             units.seconds(line.fixed),
             units.seconds(line.per_sample),
             units.seconds(model.transfer_per_sample),
@@ -407,8 +441,8 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
 def _leaves(line: Any) -> str:
     """Where the measurements leave a fitted line, signed (+: slower than the line)."""
     out = [
-        f"{b} ({off:+.0%})"
+        f"{b} {off:+.0%}"
         for b, off in ((line.below_at, line.below), (line.departs_at, line.departure))
         if b is not None and off is not None
     ]
-    return ", ".join(out) or "-"
+    return "\n".join(out) or "-"

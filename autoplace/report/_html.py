@@ -26,10 +26,22 @@ from typing import Any
 
 from autoplace import units
 from autoplace._atomic import check_writable, write_atomic
-from autoplace.explaining import Explanation
-from autoplace.explaining._answers import finish_s, per_sample
-from autoplace.explaining._model import one_off
-from autoplace.explaining._plots import PALETTE, arm_key, log2_axis, throughput_figure
+from autoplace.explaining import (
+    FAR,
+    PALETTE,
+    Explanation,
+    arm_key,
+    finish_s,
+    hline,
+    layout,
+    log2_axis,
+    note,
+    one_off,
+    per_sample,
+    short_label,
+    throughput_figure,
+    vline,
+)
 from autoplace.measurement import Measurement
 
 
@@ -97,7 +109,7 @@ def _costs(finalists: Sequence[Measurement]) -> Any:
 
     if not finalists:
         return None
-    labels = [f"{m.device} b={m.batch_size} {m.precision}" for m in finalists]
+    labels = [short_label(m) for m in finalists]
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=("one-off, once per process", "per step, fed")
     )
@@ -122,7 +134,7 @@ def _costs(finalists: Sequence[Measurement]) -> Any:
         col=2,
     )
     fig.add_trace(go.Bar(x=labels, y=puts, name="put of the batch on the device"), row=1, col=2)
-    fig.update_layout(barmode="stack", height=420, margin={"t": 40})
+    layout(fig, 5, barmode="stack")
     fig.update_yaxes(title_text="seconds", row=1, col=1)
     fig.update_yaxes(title_text="seconds", row=1, col=2)
     return fig
@@ -142,21 +154,19 @@ def _run_length(explanation: Explanation, finalists: Sequence[Measurement]) -> A
                 x=samples,
                 y=[finish_s(m, s) for s in samples],
                 mode="lines",
-                name=f"{m.device} b={m.batch_size} {m.precision}",
+                name=short_label(m),
                 line={"color": PALETTE[n % len(PALETTE)]},
             )
         )
     for even in explanation.break_even:
-        fig.add_vline(
-            x=even.samples,
-            line={"color": "#555", "dash": "longdash"},
-            annotation_text=f"break-even ≈ {even.samples:,.0f} samples",
-        )
-    fig.update_layout(
+        if samples[0] <= even.samples <= samples[-1]:
+            text = f"break-even ≈ {even.samples:,.0f} samples"
+            vline(fig, even.samples, text, log=True, color="#555", dash="longdash")
+    layout(
+        fig,
+        len(timed),
         xaxis={"title": "samples in the run", "type": "log"},
-        yaxis={"title": "seconds from a fresh process", "type": "log"},
-        height=440,
-        margin={"t": 30},
+        yaxis={"title": "seconds from a fresh process", "type": "log", "dtick": 1},
     )
     return fig
 
@@ -165,7 +175,7 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    drawn = False
+    peaks: list[int] = []
     for n, model in enumerate(explanation.models.values()):
         color = PALETTE[n % len(PALETTE)]
         ran = sorted(
@@ -174,7 +184,7 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
         )
         if not ran:
             continue
-        drawn = True
+        peaks += [m.peak_bytes for m in ran]  # type: ignore[misc]
         fig.add_trace(
             go.Scatter(
                 x=[m.batch_size for m in ran],
@@ -184,23 +194,25 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
                 line={"color": color},
             )
         )
-    limits = {d: b for d, b in (memory or {}).items() if b}
-    for device, limit in limits.items():
-        fig.add_hline(y=limit, line={"color": "#d62728"}, annotation_text=f"{device} memory")
+    if not peaks:
+        return None
+    far = []
+    for device, limit in {d: b for d, b in (memory or {}).items() if b}.items():
+        if limit > FAR * max(peaks):  # drawn, it would squeeze the peaks into a sliver
+            far.append(f"{device}'s {units.size(limit)}")
+            continue
+        hline(fig, limit, f"{device} memory", log=True, color="#d62728")
         if explanation.memory is not None:
             margin = explanation.memory["margin"]
-            fig.add_hline(
-                y=(1 - margin) * limit,
-                line={"color": "#d62728", "dash": "dot"},
-                annotation_text=f"{units.percent(margin)} left free",
-            )
-    if not drawn:
-        return None
-    fig.update_layout(
-        xaxis=log2_axis("batch size"),
-        yaxis={"title": "peak bytes", "type": "log"},
-        height=420,
-        margin={"t": 30},
+            text = f"{units.percent(margin)} left free"
+            hline(fig, (1 - margin) * limit, text, log=True, color="#d62728", dash="dot")
+    if far:
+        note(fig, f"far above every peak, off the chart: {', '.join(far)} of memory")
+    layout(
+        fig,
+        len(fig.data),
+        xaxis=log2_axis("batch size", [b for trace in fig.data for b in trace.x]),
+        yaxis={"title": "peak bytes", "type": "log", "automargin": True},
     )
     return fig
 

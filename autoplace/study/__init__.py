@@ -8,7 +8,8 @@ PostgreSQL, MySQL, Redis); Optuna's storages are the distributed engine, and
 autoplace never writes one of its own.
 """
 
-from autoplace.study._answers import find_answer
+from autoplace.study._answers import answers_ending, find_answer
+from autoplace.study._foreign import refuse_foreign_tables
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
@@ -27,11 +28,13 @@ __all__ = [
     "StoredPhase",
     "StudyLog",
     "Ticket",
+    "answers_ending",
     "close_storage",
     "default_url",
     "find_answer",
     "mask_url",
     "normalize_url",
     "open_storage",
+    "refuse_foreign_tables",
     "storage_at",
 ]

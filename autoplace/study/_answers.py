@@ -27,3 +27,24 @@ def find_answer(url: str, *, name: str | None, suffix: str) -> dict[str, Any] | 
                 "and that the server is up (or pass another storage)"
             ) from exc
     return answer if isinstance(answer, dict) else None
+
+
+def answers_ending(url: str, suffix: str) -> dict[str, dict[str, Any]]:
+    """The answers kept with every study in the storage at ``url`` whose name ends with
+    ``suffix``, by study name (a file's studies of one objective on one machine: one per
+    workload and set of widths searched)."""
+    found = {}
+    with storage_at(url) as storage:
+        try:
+            for study in storage.get_all_studies():
+                if study.study_name.endswith(suffix):
+                    study_id = storage.get_study_id_from_name(study.study_name)
+                    answer = storage.get_study_user_attrs(study_id).get(ANSWER_ATTR)
+                    if isinstance(answer, dict):
+                        found[study.study_name] = answer
+        except Exception as exc:
+            raise StorageError(
+                f"cannot read study storage {mask_url(url)}: {first_line(exc)}; check the URL "
+                "and that the server is up (or pass another storage)"
+            ) from exc
+    return found

@@ -81,5 +81,6 @@ def _candidate(s: Scored) -> dict[str, Any]:
         "fed_step_s": m.fed_step_s,
         "compile_s": sum(one_off) if one_off else None,
         "peak_bytes": m.peak_bytes,
+        "peak_bytes_source": m.peak_bytes_source,
         "deviation_vs_float32": m.deviation_vs_float32,
     }

@@ -11,9 +11,12 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from autoplace.config import Config
 from autoplace.findings import as_dict as finding_dict
+from autoplace.measurement import Measurement
 from autoplace.recommendation import SCHEMA_VERSION
 from autoplace.study import mask_url
+from autoplace.tuning._failures import over_memory
 from autoplace.tuning._findings import findings
 from autoplace.tuning._margin import Comparison, Scored
 from autoplace.tuning._verdict import Standing
@@ -68,6 +71,17 @@ def build_document(
                 {"device": d, "precision": p, "width": w, "reason": why}
                 for (d, p, w), why in standing.inaccurate.items()
             ],
+            "over_memory": [
+                {
+                    "device": c.device,
+                    "batch_size": c.batch_size,
+                    "precision": c.precision,
+                    "width": c.width,
+                    "reason": why,
+                }
+                for c, why in over_memory(figures, space.max_memory).items()
+                if figures[c].status == "ok"
+            ],
         },
         "search_space": {
             "devices": list(space.devices),
@@ -106,10 +120,24 @@ def build_document(
         if d != best.measurement.device and (s := standing.best_where(device=d)) is not None
     ]
     if len(space.widths) > 1:
+        # Each width's best, with the batch sizes its arm ran at: one alone is one noisy
+        # point, not the best of a curve, and the file and the terminal say so.
         doc["per_width"] = [
-            placement(s) for w in space.widths if (s := standing.best_where(width=w)) is not None
+            {**placement(s), "arm_batches": _arm_batches(figures, s)}
+            for w in space.widths
+            if (s := standing.best_where(width=w)) is not None
         ]
     return doc
+
+
+def _arm_batches(figures: Mapping[Config, Measurement], s: Scored) -> list[int]:
+    """The batch sizes that ran in ``s``'s arm (its device, precision and width)."""
+    m = s.measurement
+    return sorted(
+        c.batch_size
+        for c, f in figures.items()
+        if (c.device, c.precision, c.width) == (m.device, m.precision, m.width) and f.status == "ok"
+    )
 
 
 def placement(s: Scored) -> dict[str, Any]:

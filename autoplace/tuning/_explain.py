@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import recommendation
+from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError, first_line
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.findings import as_dict as finding_dict
 from autoplace.objectives import make_objective
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.study import (
     History,
     OptunaStudyLog,
@@ -22,6 +24,7 @@ from autoplace.study import (
     mask_url,
     normalize_url,
     open_storage,
+    refuse_foreign_tables,
 )
 from autoplace.tuning._findings import findings
 from autoplace.tuning._space import Space
@@ -49,7 +52,7 @@ def explain(
     storage: str | None = None,
     study: str | None = None,
     objective: str = "throughput",
-    max_deviation: float | None = 0.05,
+    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     margin: float = MEMORY_MARGIN,
     measure: bool = False,
 ) -> Explanation:
@@ -83,13 +86,13 @@ def read_study(
     storage: str | None = None,
     study: str | None = None,
     objective: str = "throughput",
-    max_deviation: float | None = 0.05,
+    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     margin: float = MEMORY_MARGIN,
 ) -> StudyView:
     """The study behind ``source`` (see :func:`explain`), judged and explained."""
-    path = Path(source)
+    path = check_length(source, "recommendation or model file")
     if not path.is_file():
-        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+        raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
     doc: dict[str, Any] | None = None
     if path.suffix == ".toml":
         doc = recommendation.read(path)
@@ -101,6 +104,7 @@ def read_study(
         run = {}
         url = normalize_url(storage) if storage else default_url()
     obj = make_objective(objective, **run) if run else make_objective(objective)
+    refuse_foreign_tables(url)
     opened = open_storage(url)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
@@ -178,7 +182,8 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
             f"`autoplace tune {model}` first, or pass --study NAME / --storage URL"
         )
     raise BadInputError(
-        f"{model} has several studies ({', '.join(sorted(found))}): pick one with --workload NAME"
+        f"{model} has several {objective} studies ({', '.join(sorted(found))}: one per "
+        "workload and set of widths searched): pick one with --study NAME or --workload NAME"
     )
 
 
@@ -224,9 +229,9 @@ def fill_fit(
     from autoplace.tuning._fit_points import FitPoints
     from autoplace.tuning._loop import tune
 
-    path = Path(source)
+    path = check_length(source, "recommendation or model file")
     if not path.is_file():
-        raise BadInputError(f"no file at {path}: pass a recommendation file or a model file")
+        raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
     options: dict[str, Any] = {"storage": storage, "study": study, "objective": objective}
     out: Path | None = None
     model = path
@@ -250,6 +255,7 @@ def fill_fit(
             )
     elif options["study"] is None:
         url = normalize_url(storage) if storage else default_url()
+        refuse_foreign_tables(url)
         opened = open_storage(url)
         try:
             options["study"] = _find_study(opened, url, path, workload, objective)

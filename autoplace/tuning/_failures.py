@@ -14,7 +14,12 @@ mismatch, float16 overflowing everywhere), at the cost of two tries.
 
 And a lower precision whose output strays too far from float32's (the
 ``deviation_vs_float32`` of a finalist, over ``max_deviation``) is never recommended,
-however fast: :func:`inaccurate_arms`.
+however fast: :func:`inaccurate_arms`; nor is a configuration whose peak memory,
+measured or predicted, is over ``--max-memory``, whenever it was measured (an earlier
+tune of the study may have had no limit): :func:`over_memory`.
+
+(:data:`DEFAULT_MAX_DEVIATION`, the guard's default, is defined with the other knobs in
+:mod:`autoplace.settings`; it is named here too for the loop.)
 """
 
 from __future__ import annotations
@@ -23,11 +28,9 @@ from collections.abc import Collection, Mapping
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
+from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._space import Arm, Space, arm_of
-
-#: The largest relative deviation from float32 a recommended lower precision may show
-#: (``--max-deviation``; docs/search.md says why this value, for training and inference).
-DEFAULT_MAX_DEVIATION = 0.05
+from autoplace.units import size
 
 
 def arm_bounds(ran: Collection[int], failed: Collection[int]) -> tuple[int | None, int | None]:
@@ -98,3 +101,21 @@ def inaccurate_arms(
                 f"{max_deviation:.1%} allowed (--max-deviation)"
             )
     return out
+
+
+def over_memory(figures: Mapping[Config, Measurement], max_memory: int | None) -> dict[Config, str]:
+    """The configurations whose peak memory (measured, else XLA's prediction) is over
+    ``max_memory`` bytes, and by how much; none when ``max_memory`` is ``None``. A
+    configuration measured before the limit was set ran, and stays in the study, but is
+    never recommended under it."""
+    if max_memory is None:
+        return {}
+    out = {}
+    for c, m in figures.items():
+        peak = max((b for b in (m.peak_bytes, m.predicted_bytes) if b is not None), default=None)
+        if peak is not None and peak > max_memory:
+            out[c] = f"needs {size(peak)}, over the {size(max_memory)} allowed (--max-memory)"
+    return out
+
+
+__all__ = ["DEFAULT_MAX_DEVIATION", "ended_arms", "inaccurate_arms", "over_memory"]

@@ -188,8 +188,9 @@ def tune(
             declared_widths=info.widths,
             default_width=info.default_width,
             default_batches=default_batches,
+            max_memory=max_memory,
         )
-        identity = _identity(mf, info, available, obj)
+        identity = _identity(mf, info, available, obj, space)
         name = study or _study_name(identity)
         memory = {d.name: d.memory_bytes for d in available}
         log = OptunaStudyLog(
@@ -490,11 +491,23 @@ def _requester(
 
 
 def _identity(
-    mf: ModelFile, info: WorkloadInfo, devices: Sequence[DeviceInfo], obj: Objective
+    mf: ModelFile,
+    info: WorkloadInfo,
+    devices: Sequence[DeviceInfo],
+    obj: Objective,
+    space: Space,
 ) -> dict[str, Any]:
-    """What a study measures, where and for what: recorded with the study."""
+    """What a study measures, where and for what: recorded with the study. The widths
+    searched and the file's default are part of it: a pick holds for those widths, and a
+    look-up without widths asks for the default's."""
     return {
-        "workload": {"path": str(mf.path), "sha256": mf.sha256, "name": info.name},
+        "workload": {
+            "path": str(mf.path),
+            "sha256": mf.sha256,
+            "name": info.name,
+            "widths": [w for w in space.widths if w is not None],
+            "default_width": info.default_width,
+        },
         "hardware": fingerprint.hardware(list(devices)),
         "software": fingerprint.software(),
         "objective": {"name": obj.name, **obj.run},
@@ -502,10 +515,13 @@ def _identity(
 
 
 def _study_name(identity: dict[str, Any]) -> str:
-    """The default study name: the workload's, then :func:`fingerprint.study_suffix`."""
+    """The default study name: the workload's, the widths searched unless the default
+    alone (:func:`fingerprint.widths_label`), then :func:`fingerprint.study_suffix`."""
     wl = identity["workload"]
     hw, sw = identity["hardware"], identity["software"]
-    return wl["name"] + fingerprint.study_suffix(identity["objective"], wl["sha256"], hw, sw)
+    widths = fingerprint.widths_label(wl["widths"], wl["default_width"])
+    suffix = fingerprint.study_suffix(identity["objective"], wl["sha256"], hw, sw)
+    return wl["name"] + widths + suffix
 
 
 def _close_opened(opening: concurrent.futures.Future) -> None:

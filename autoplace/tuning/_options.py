@@ -34,6 +34,7 @@ def build_space(
     declared_widths: Sequence[int],
     default_width: int | None,
     default_batches: Sequence[int],
+    max_memory: int | None = None,
 ) -> Space:
     """The search space from the user's options and what the machine and file offer."""
     if devices:
@@ -47,7 +48,9 @@ def build_space(
     for w in widths or ():
         check_width(w, declared_widths)
     ws: tuple[int | None, ...] = tuple(dict.fromkeys(widths)) if widths else (default_width,)
-    return Space(devices=names, batch_sizes=batches, precisions=precs, widths=ws)
+    return Space(
+        devices=names, batch_sizes=batches, precisions=precs, widths=ws, max_memory=max_memory
+    )
 
 
 def strategy_named(name: str) -> Strategy:

@@ -26,6 +26,9 @@ class Space:
     widths: tuple[int | None, ...]
     #: Arms left out (see :meth:`without`): what a strategy must not propose.
     excluded: frozenset[Arm] = frozenset()
+    #: The memory a recommended configuration may need, in bytes (``--max-memory``): one
+    #: whose peak is over it is never recommended, whenever it was measured.
+    max_memory: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batch_sizes", tuple(sorted(set(self.batch_sizes))))

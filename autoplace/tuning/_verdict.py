@@ -31,7 +31,7 @@ from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.study import History
 from autoplace.tuning._drift import Effects, fit_effects
-from autoplace.tuning._failures import ended_arms, inaccurate_arms
+from autoplace.tuning._failures import ended_arms, inaccurate_arms, over_memory
 from autoplace.tuning._margin import (
     EQUIVALENT,
     MIN_WINDOWS,
@@ -193,9 +193,10 @@ def standing(
     for c, ms in history.confirmed.items():
         figures.setdefault(c, ms[-1])
     inaccurate = inaccurate_arms(figures, max_deviation)
+    too_big = over_memory(figures, space.max_memory if space is not None else None)
 
     def accurate(c: Config) -> bool:
-        return arm_of(c) not in inaccurate
+        return arm_of(c) not in inaccurate and c not in too_big
 
     searched = sorted(
         (Scored(figures[c], s) for c, s in estimates.items() if s is not None and accurate(c)),

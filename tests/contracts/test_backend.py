@@ -43,7 +43,10 @@ def _synthetic() -> Case:
     return Case(SyntheticBackend(devices=("cpu:0", "cpu:1"), fail=fail), good, good(batch_size=3))
 
 
-@pytest.fixture(scope="module", params=["subprocess", "inprocess", "synthetic"])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("subprocess", marks=pytest.mark.slow), "inprocess", "synthetic"],
+)
 def case(request: pytest.FixtureRequest) -> Iterator[Case]:
     if request.param == "subprocess":
         backend = autoplace.SubprocessBackend()

@@ -49,7 +49,7 @@ def grid_result(tmp_path_factory):
         batch_sizes=DEFAULT_BATCH_SIZES,
         devices=("cpu:0", "cpu:1"),
         precisions=("float32",),
-        storage=f"sqlite:///{tmp / 's.db'}",
+        storage=f"journal:///{tmp / 's.log'}",
         out=tmp / "autoplace.toml",
         backend=backend,
         strategy=Grid(),
@@ -119,3 +119,56 @@ def test_explain_reads_the_same_from_the_file(grid_result):
 def test_the_verdict_comes_first(grid_result):
     first = grid_result.explanation.sentences[0]
     assert first.startswith(grid_result.best.config.label() + " wins")
+
+
+def _arm(precision, fixed, per_sample, batches, cliff=None):
+    """Measurements of one arm on cpu:0 (width 8) whose fed step is ``fixed + per_sample·b``,
+    three times slower from batch ``cliff`` on."""
+    out = {}
+    for b in batches:
+        t = (fixed + per_sample * b) * (3.0 if cliff is not None and b >= cliff else 1.0)
+        c = Config("cpu:0", b, precision, 8)
+        out[c] = autoplace.Measurement(
+            "ok", "", "cpu:0", b, precision, 8, fed_step_s=t, fed_step_spread=0.01,
+            fed_samples_per_s=b / t, fed_step_chunk_s=(t,) * 5,
+        )  # fmt: skip
+    return out
+
+
+def test_no_sentence_says_ahead_beside_figures_that_show_the_opposite():
+    # float16 starts cheap (0.1 ms a step) but its line holds only up to batch 64 (3x slower
+    # from 128); bfloat16 costs 0.5 ms a step but half float16's per sample, to batch 512.
+    # Where both lines hold (8 to 64) float16 is ahead; at their best batches bfloat16 runs
+    # 1.7x as fast. A sentence must not leave the reader with the first half only.
+    from autoplace.explaining import explain_figures
+
+    f16 = _arm("float16", 1e-4, 1e-6, (8, 16, 32, 64, 128, 256), cliff=128)
+    bf16 = _arm("bfloat16", 5e-4, 0.5e-6, (8, 16, 32, 64, 128, 256, 512))
+    figures = {**f16, **bf16}
+    winner, other = (
+        f16[Config("cpu:0", 64, "float16", 8)],
+        bf16[Config("cpu:0", 512, "bfloat16", 8)],
+    )
+    explanation = explain_figures(figures, winner, [other])
+    (x,) = explanation.crossovers
+    assert (x.low, x.high, x.above) == (8, 64, None)
+    (sentence,) = [s for s in explanation.sentences if "keeps ahead" in s]
+    assert sentence.startswith("cpu:0 float16 width 8 keeps ahead of cpu:0 bfloat16 width 8 from")
+    ratio = (winner.fed_step_s / 64) / (other.fed_step_s / 512)  # per sample, best to best
+    assert (
+        f"at their best batches, cpu:0 bfloat16 width 8 (batch 512) runs {ratio:.2f}x as fast "
+        "as cpu:0 float16 width 8 (batch 64)"
+    ) in sentence
+    assert "measured" not in sentence  # the measurements agree with the lines where both hold
+
+
+def test_the_emulated_sentence_names_the_width():
+    from autoplace.explaining import explain_figures
+
+    f32 = _arm("float32", 1e-4, 1e-6, (8, 16))
+    bf16 = _arm("bfloat16", 1e-4, 3e-6, (8, 16))
+    explanation = explain_figures({**f32, **bf16}, f32[Config("cpu:0", 16, "float32", 8)], [])
+    (sentence,) = [s for s in explanation.sentences if "emulated" in s]
+    assert sentence.startswith("bfloat16 is emulated on cpu:0 width 8: ")
+    assert "float32 width 8's time per sample" in sentence
+    assert "unknown" not in sentence  # no dtypes known: none named

@@ -23,6 +23,9 @@ from autoplace import (
 )
 from autoplace.workload import ModelFile
 
+#: Every test here starts a measurement worker (JAX in a fresh process).
+pytestmark = pytest.mark.slow
+
 
 def measure(backend, name: str, settings=FAST, **kw) -> autoplace.Measurement:
     return autoplace.measure(model(name), batch_size=4, settings=settings, backend=backend, **kw)
@@ -123,14 +126,13 @@ def test_nonfinite_through_the_worker(subproc: SubprocessBackend) -> None:
     assert m.finite is False
 
 
-@pytest.mark.slow
 def test_hang_times_out_and_the_next_measurement_works(subproc: SubprocessBackend) -> None:
     assert_works(subproc)
     starts = subproc.starts
     m = measure(subproc, "hang", settings=dataclasses.replace(FAST, timeout_s=3))
     assert m.status == "timeout"
     assert "3 s" in m.reason and "killed" in m.reason
-    assert 3.0 <= m.wall_s < 10.0
+    assert m.wall_s >= 3.0  # it waited the whole limit (and was then killed, not left)
     assert_works(subproc)
     assert subproc.starts == starts + 1
 
@@ -221,8 +223,11 @@ def test_a_model_file_that_kills_the_worker_at_import(
 ) -> None:
     path = write_model(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
     mf = ModelFile.at(path)
-    with pytest.raises(ModelFileError, match=r"ended the worker.*SIGKILL"):
+    with pytest.raises(ModelFileError, match=r"ended the worker.*SIGKILL") as info:
         subproc.catalog(str(mf.path), mf.sha256)
+    # a kill -9 with memory to spare is not blamed on the out-of-memory killer
+    assert "from outside; the kernel's log names no out-of-memory kill" in str(info.value)
+    assert "GiB of memory free" in str(info.value)
     assert_works(subproc)
 
 
@@ -317,7 +322,6 @@ _FAST_SRC = (
 )
 
 
-@pytest.mark.slow
 def test_the_caller_never_imports_jax() -> None:
     code = (
         "import autoplace, sys\n"
@@ -418,7 +422,7 @@ def test_a_worker_whose_caller_is_killed_stops_at_once():
         worker = int(caller.stdout.readline())
         time.sleep(1.0)  # the worker is measuring (hanging in the step)
         caller.kill()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 120  # it goes within 0.2 s; a busy machine may be slower
     while _running(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running(worker), "the worker outlived its killed caller"

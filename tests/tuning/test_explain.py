@@ -18,7 +18,7 @@ def tuned(tmp_path, **options):
     result = autoplace.tune(
         model,
         precisions=("float32", "bfloat16"),
-        storage=f"sqlite:///{tmp_path / 's.db'}",
+        storage=f"journal:///{tmp_path / 's.log'}",
         out=out,
         backend=SyntheticBackend(),
         **options,
@@ -29,7 +29,7 @@ def tuned(tmp_path, **options):
 def test_explain_a_model_file_finds_its_study(tmp_path):
     model, out, result = tuned(tmp_path)
     by_file = autoplace.explain(out)
-    by_model = autoplace.explain(model, storage=f"sqlite:///{tmp_path / 's.db'}")
+    by_model = autoplace.explain(model, storage=f"journal:///{tmp_path / 's.log'}")
     assert by_model.sentences == by_file.sentences == result.explanation.sentences
 
 
@@ -58,7 +58,7 @@ def test_a_model_file_without_a_study_is_bad_input(tmp_path):
     model = tmp_path / "m.py"
     model.write_text("# synthetic\n")
     with pytest.raises(BadInputError, match="autoplace tune"):
-        autoplace.explain(model, storage=f"sqlite:///{tmp_path / 'empty.db'}")
+        autoplace.explain(model, storage=f"journal:///{tmp_path / 'empty.log'}")
 
 
 def run_cli(capsys, *args):

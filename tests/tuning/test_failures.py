@@ -84,7 +84,7 @@ def test_a_tune_stops_trying_an_arm_that_fails_whatever_the_batch(tmp_path):
     model.write_text("# synthetic\n")
     backend = SyntheticBackend(fail=nan_at_float16)
     batches = tuple(2**i for i in range(3, 12))
-    storage = f"sqlite:///{tmp_path / 's.db'}"
+    storage = f"journal:///{tmp_path / 's.log'}"
     result = autoplace.tune(
         model, batch_sizes=batches, storage=storage, out=tmp_path / "a.toml", backend=backend
     )
@@ -123,7 +123,7 @@ def tune(tmp_path, fail, batches, precisions=("float32", "bfloat16")):
         model,
         batch_sizes=batches,
         precisions=precisions,
-        storage=f"sqlite:///{tmp_path / 's.db'}",
+        storage=f"journal:///{tmp_path / 's.log'}",
         out=tmp_path / "a.toml",
         backend=backend,
     )
@@ -175,7 +175,7 @@ def test_a_lower_precision_too_far_from_float32_is_never_recommended(tmp_path):
             model,
             batch_sizes=(16, 32, 64),
             precisions=("float32", "bfloat16", "float16"),
-            storage=f"sqlite:///{tmp_path / 's.db'}",
+            storage=f"journal:///{tmp_path / 's.log'}",
             study=study,
             out=tmp_path / f"{study}.toml",
             backend=backend,
@@ -189,3 +189,48 @@ def test_a_lower_precision_too_far_from_float32_is_never_recommended(tmp_path):
     assert guarded.document["study"]["inaccurate_arms"][0]["precision"] == "bfloat16"
     free = run("free", max_deviation=None)
     assert free.best.config.precision == "bfloat16"
+
+
+def test_over_memory_names_each_configuration_over_the_limit():
+    from autoplace.tuning._failures import over_memory
+
+    def ran(batch, peak, predicted):
+        c = Config("cpu:0", batch, "float32")
+        m = Measurement("ok", "", "cpu:0", batch, "float32", None, peak_bytes=peak,
+                        predicted_bytes=predicted)  # fmt: skip
+        return c, m
+
+    figures = dict([ran(8, 500, 400), ran(16, None, 900), ran(32, 2000, 800), ran(64, None, None)])
+    over = over_memory(figures, 896)
+    assert sorted(c.batch_size for c in over) == [16, 32]  # predicted 900; measured 2000
+    assert over[Config("cpu:0", 32, "float32")].startswith("needs 2.0 KiB, over the 896 B allowed")
+    assert over_memory(figures, None) == {}
+
+
+def test_max_memory_holds_for_what_the_study_measured_before(tmp_path):
+    # An earlier tune without a limit measured everything (1000 B and more); a tune of the
+    # same study with --max-memory 1B must recommend none of it (the tune picked a
+    # configuration predicted to need 896 B from the study's earlier measurement).
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    options = dict(
+        batch_sizes=(1, 2, 4), precisions=("float32",), storage=f"journal:///{tmp_path / 's.log'}"
+    )
+    first = autoplace.tune(model, out=tmp_path / "a.toml", backend=SyntheticBackend(), **options)
+    assert first.best is not None and first.best.measurement.peak_bytes > 1
+    limited = autoplace.tune(
+        model, out=tmp_path / "b.toml", max_memory=1, backend=SyntheticBackend(memory_limit=1),
+        **options,
+    )  # fmt: skip
+    assert limited.best is None and limited.standing.ranked == ()
+    assert not (tmp_path / "b.toml").exists()
+    # within a limit that some fit, only those: the largest batch needs 4000 B
+    within = autoplace.tune(
+        model, out=tmp_path / "c.toml", max_memory=2500, backend=SyntheticBackend(), **options
+    )
+    assert within.best.measurement.peak_bytes <= 2500
+    assert all(s.measurement.peak_bytes <= 2500 for s in within.standing.ranked)
+    # the file says what was left out
+    over = within.document["study"]["over_memory"]
+    assert [o["batch_size"] for o in over] == [4]
+    assert "over the 2.4 KiB allowed" in over[0]["reason"]

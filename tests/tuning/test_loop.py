@@ -17,7 +17,7 @@ def env(tmp_path):
     model_file.write_text("# synthetic\n")
     return {
         "model": model_file,
-        "storage": f"sqlite:///{tmp_path / 'studies.db'}",
+        "storage": f"journal:///{tmp_path / 'studies.log'}",
         "out": tmp_path / "autoplace.toml",
     }
 
@@ -395,7 +395,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_measurement(
     m = tmp_path / "m.py"
     m.write_text("# synthetic\n")
     with pytest.raises(BadInputError, match="the recommendation"):
-        autoplace.tune(m, storage=f"sqlite:///{tmp_path / 's.db'}", out=out, backend=backend)
+        autoplace.tune(m, storage=f"journal:///{tmp_path / 's.log'}", out=out, backend=backend)
     assert backend.measured == []
 
 
@@ -407,7 +407,7 @@ def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_pat
     from autoplace import Config, Measurement
     from autoplace.study import OptunaStudyLog, open_storage
 
-    url = f"sqlite:///{tmp_path / 's.db'}"
+    url = f"journal:///{tmp_path / 's.log'}"
     config = Config("cpu:0", 64, "float32", 64)
     other = OptunaStudyLog(
         open_storage(url),
