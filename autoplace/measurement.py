@@ -12,7 +12,7 @@ MEASURED: frozenset[str] = frozenset({"ok", "nonfinite"})
 
 
 #: Fields holding sequences: tuples here, lists in JSON.
-_TUPLES = ("compute_dtypes", "step_chunk_s", "fed_step_chunk_s")
+_TUPLES = ("compute_dtypes", "step_chunk_s", "fed_step_chunk_s", "environment")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +93,9 @@ class Measurement:
     #: (as the user's training run will be), or from a worker shared with other
     #: configurations (whose allocator state can move a step by 2x).
     fresh_process: bool | None = None
+    #: ``NAME=value`` settings the measuring process started with beside the user's own
+    #: environment (an allocator setting autoplace timed as a remedy); empty: none.
+    environment: tuple[str, ...] = ()
     #: Other runnable tasks on the machine, on average at the end of the timed chunks.
     others_running: float | None = None
     #: The share of the timed chunks' wall time some task waited for a CPU (Linux's

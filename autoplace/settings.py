@@ -59,10 +59,16 @@ class MeasureSettings:
 
 @dataclasses.dataclass(frozen=True)
 class MeasureRequest:
-    """Everything a worker needs to measure one configuration."""
+    """Everything a worker needs to measure one configuration.
+
+    ``env``: environment variables the measuring process starts with (an allocator setting
+    autoplace times as a remedy). Only a process started for this request can have them:
+    :meth:`autoplace.Backend.measure_fresh` honours them, the other calls refuse them.
+    """
 
     model_file: str
     sha256: str
     workload: str
     config: Config
     settings: MeasureSettings = MeasureSettings()
+    env: tuple[tuple[str, str], ...] = ()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from autoplace.devices import DeviceInfo
+from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
@@ -108,6 +109,11 @@ class InProcessBackend:
         requests: Sequence[MeasureRequest],
         on_progress: Callable[[Progress], None] | None = None,
     ) -> list[Measurement]:
+        if any(r.env for r in requests):
+            raise BadInputError(
+                "the in-process backend cannot start a process with an environment of its own "
+                "(MeasureRequest.env): use SubprocessBackend"
+            )
         t = time.perf_counter()
         results = self._engine.measure_together(requests, on_progress)
         share = (time.perf_counter() - t) / len(results)
@@ -118,7 +124,8 @@ class InProcessBackend:
         requests: Sequence[MeasureRequest],
         on_progress: Callable[[Progress], None] | None = None,
     ) -> list[Measurement]:
-        """No fresh process here: measured together in this one (``fresh_process`` false)."""
+        """No fresh process here: measured together in this one (``fresh_process`` false);
+        a request with an environment of its own is refused (it needs a process of its own)."""
         return self.measure_together(requests, on_progress)
 
     def close(self) -> None:

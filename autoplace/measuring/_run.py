@@ -141,6 +141,7 @@ class Run:
             timing_compiles=self.timing_compiles,
             compile_cache=None if exe is None else exe.cache,
             fresh_process=self.fresh_process,
+            environment=tuple(f"{k}={v}" for k, v in self.request.env),
             interleaved_with=self.interleaved_with,
             interleave_id=self.interleave_id,
             worker_start_s=None,
