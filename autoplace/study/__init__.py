@@ -8,17 +8,17 @@ PostgreSQL, MySQL, Redis); Optuna's storages are the distributed engine, and
 autoplace never writes one of its own.
 """
 
-from autoplace.study._answers import find_answer
+from autoplace.study._answers import find_answer, study_names
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
+    ask_storage,
     close_storage,
     default_url,
-    mask_url,
-    normalize_url,
     open_storage,
     storage_at,
 )
+from autoplace.study._url import mask_url, normalize_url
 
 __all__ = [
     "DEFAULT_DB",
@@ -27,6 +27,7 @@ __all__ = [
     "StoredPhase",
     "StudyLog",
     "Ticket",
+    "ask_storage",
     "close_storage",
     "default_url",
     "find_answer",
@@ -34,4 +35,5 @@ __all__ = [
     "normalize_url",
     "open_storage",
     "storage_at",
+    "study_names",
 ]

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoplace.errors import StorageError, first_line
 from autoplace.study._log import ANSWER_ATTR
-from autoplace.study._storage import mask_url, storage_at
+from autoplace.study._storage import ask_storage, storage_at
 
 
 def find_answer(url: str, *, name: str | None, suffix: str) -> dict[str, Any] | None:
     """The answer kept with study ``name`` in the storage at ``url`` or, without a name,
     with the one study whose name ends with ``suffix``; ``None`` when there is none."""
     with storage_at(url) as storage:
-        try:
-            studies = storage.get_all_studies()
-            names = [s.study_name for s in studies]
-            chosen = [name] if name is not None else [n for n in names if n.endswith(suffix)]
-            if len(chosen) != 1 or chosen[0] not in names:
-                return None
-            study_id = storage.get_study_id_from_name(chosen[0])
-            answer = storage.get_study_user_attrs(study_id).get(ANSWER_ATTR)
-        except Exception as exc:
-            raise StorageError(
-                f"cannot read study storage {mask_url(url)}: {first_line(exc)}; check the URL "
-                "and that the server is up (or pass another storage)"
-            ) from exc
+        names = study_names(storage, url)
+        chosen = [name] if name is not None else [n for n in names if n.endswith(suffix)]
+        if len(chosen) != 1 or chosen[0] not in names:
+            return None
+        answer = ask_storage(
+            storage,
+            url,
+            lambda s: s.get_study_user_attrs(s.get_study_id_from_name(chosen[0])).get(ANSWER_ATTR),
+        )
     return answer if isinstance(answer, dict) else None
+
+
+def study_names(storage: Any, url: str) -> list[str]:
+    """The names of the studies in ``storage`` (opened from ``url``)."""
+    return ask_storage(storage, url, lambda s: [study.study_name for study in s.get_all_studies()])
