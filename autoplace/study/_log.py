@@ -396,7 +396,7 @@ class OptunaStudyLog:
         if not isinstance(owner, Mapping) or beat is None:
             started = t.datetime_start or now
             return (now - started).total_seconds() < self._stale_after_s
-        if owner.get("token") == self.owner.token:
+        if _token(t) == self.owner.token:
             return t._trial_id in self._live
         if self.owner.sees_gone(owner):
             return False
@@ -445,6 +445,17 @@ class OptunaStudyLog:
         except StorageError:  # the run ends: the group is ended for the resume
             self._end_all([t.trial_id for t in tickets], "interrupted", patient=False)
             raise
+        # A trial of this log that it holds no ticket for is a duplicate: Optuna's RDB
+        # storage retries a creation whose commit happened but whose reply was lost.
+        doubles = [
+            t._trial_id
+            for t in trials
+            if t.state == TrialState.RUNNING
+            and _token(t) == self.owner.token
+            and t._trial_id not in self._live
+        ]
+        if doubles:
+            self._end_all(doubles, "duplicate", patient=False)
         mine = {t.trial_id for t in tickets}
         lost = []
         for ticket in tickets:
@@ -454,6 +465,7 @@ class OptunaStudyLog:
                 t
                 for t in trials
                 if t._trial_id not in mine
+                and t._trial_id not in doubles
                 and t.number < ticket.number
                 and t.user_attrs.get("config") == ticket.config.label()
                 and t.user_attrs.get("phase", "search") == phase
@@ -808,6 +820,12 @@ _HEARTBEAT = "heartbeat"
 #: Each trial's own id, made before it is created: a creation retried after its reply was
 #: lost finds the trial instead of making a second.
 _UID = "uid"
+
+
+def _token(trial: Any) -> str | None:
+    """The token of ``trial``'s owner (``None`` for a trial of an autoplace before owners)."""
+    owner = trial.user_attrs.get("owner")
+    return owner.get("token") if isinstance(owner, Mapping) else None
 
 
 def _reclaimed(trial: Any) -> bool:

@@ -38,6 +38,8 @@ class FaultProxy:
         #: reply is lost.
         self._marker: bytes | None = None
         self._doomed: set[socket.socket] = set()
+        #: How many replies were lost so.
+        self.lost = 0
         self._closed = False
         self._listener: socket.socket | None = None
         self.port = 0
@@ -86,16 +88,12 @@ class FaultProxy:
             self._mode, self.delay_s = mode, delay_s
             self._changed.notify_all()
 
-    @contextlib.contextmanager
-    def away(self, seconds: float) -> Iterator[None]:
-        """Down now, up again ``seconds`` later (in the background), joined on exit."""
+    def down_for(self, seconds: float) -> threading.Timer:
+        """Down now, up again ``seconds`` later (the timer that brings it back)."""
         self.down()
         timer = threading.Timer(seconds, self.up)
         timer.start()
-        try:
-            yield
-        finally:
-            timer.join()
+        return timer
 
     def close(self) -> None:
         self._closed = True
@@ -147,6 +145,7 @@ class FaultProxy:
                         self._doomed.add(dst)
                     lose = src in self._doomed
                     self._doomed.discard(src)
+                    self.lost += lose
                 if lose:
                     for sock in (src, dst):
                         _reset(sock)
