@@ -212,6 +212,8 @@ def cause(exc: BaseException) -> str:
             continue
         if _module(c) == "pymysql" and len(c.args) == 2 and isinstance(c.args[1], str):
             return first_line(ValueError(c.args[1]))  # not the tuple: (2003, "Can't ...")
+        if isinstance(c, OSError) and c.strerror and type(c).__module__ == "builtins":
+            return c.strerror  # not "[Errno 28] No space left on device"
         return first_line(c)
     return first_line(exc)
 

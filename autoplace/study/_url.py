@@ -54,8 +54,8 @@ def file_path(url: str) -> Path | None:
     """The file a SQLite or Journal storage lives in (``None`` for a server)."""
     url = normalize_url(url)
     scheme, rest = url.split("://", 1)
-    if scheme == "journal":
-        return Path(rest)
+    if scheme == "journal":  # journal:///abs/path, and journal:////abs/path as normalized
+        return Path("/" + rest.lstrip("/")) if rest.startswith("/") else Path(rest)
     if scheme.startswith("sqlite") and rest.startswith("/") and rest != "/:memory:":
         return Path(rest[1:].split("?", 1)[0])
     return None

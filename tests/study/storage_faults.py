@@ -199,7 +199,8 @@ def full_disk(folder: Path) -> Iterator[Path]:
 
 def fill(folder: Path) -> None:
     """Fill the file system holding ``folder`` to the last byte."""
-    with open(folder / "filler", "wb") as fh, contextlib.suppress(OSError):
-        while True:
-            fh.write(b"\0" * 4096)
-            fh.flush()
+    with open(folder / "filler", "ab", buffering=0) as fh, contextlib.suppress(OSError):
+        for size in (65536, 4096, 512, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\0" * size)

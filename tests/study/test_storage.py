@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import optuna
 import pytest
+from storage_faults import fill, full_disk
 from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import BadInputError, StorageError
+from autoplace.errors import OutputError
 from autoplace.study import open_storage, storage_at
 
 
@@ -286,3 +288,101 @@ def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monk
         if not t.user_attrs.get("reference")
     ]
     assert sorted(searched) == sorted(c.label() for c in result.space.configs())
+
+
+# -- a full disk and a damaged file: the real cause, in one line, before measuring -------------
+
+
+@pytest.mark.parametrize("name", ["studies.db", "studies.log"])
+def test_a_study_on_a_full_disk_is_refused_before_measuring(tmp_path, name):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        fill(disk)
+        backend = SyntheticBackend()
+        with pytest.raises(autoplace.StorageFaultError) as info:
+            tune(str(disk / name), "full", backend, tmp_path)
+    message = str(info.value)
+    assert f"the disk holding {disk / name} is full" in message and "\n" not in message
+    assert "No space left on device" in message and "exceeding max length" not in message
+    assert backend.measured == []
+
+
+class _FillsTheDisk(SyntheticBackend):
+    """Fills the disk at ``disk`` while its second group is measured."""
+
+    def __init__(self, disk) -> None:
+        super().__init__()
+        self.disk = disk
+
+    def measure_together(self, requests):
+        if len(self.groups) == 1:
+            fill(self.disk)
+        return super().measure_together(requests)
+
+
+def test_a_study_whose_disk_fills_mid_run_names_it_and_keeps_the_measurements(tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        url = f"sqlite:///{disk / 'studies.db'}"
+        backend = _FillsTheDisk(disk)
+        with pytest.raises(autoplace.StorageFaultError) as info:
+            tune(url, "filling", backend, tmp_path)  # --out is on another disk
+        message = str(info.value)
+        assert f"the disk holding {disk / 'studies.db'} is full" in message
+        assert "database or disk is full" in message and "\n" not in message
+        assert "kept in" in message and str(tmp_path / "autoplace.unstored.json") in message
+        (disk / "filler").unlink()  # the user frees some space
+        again = SyntheticBackend()
+        result = tune(url, "filling", again, tmp_path)
+        fresh, _ = split(again, {r.config for r in backend.measured})
+        assert set(fresh) == set(result.space.configs()) - {r.config for r in backend.measured}
+        study = optuna.load_study(study_name="filling", storage=url)
+        assert not [t for t in study.trials if t.state.name == "RUNNING"]
+
+
+def test_a_recommendation_whose_disk_fills_is_one_line_and_the_study_keeps_all(tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        url = f"sqlite:///{tmp_path / 'studies.db'}"
+        with pytest.raises(OutputError) as info:
+            tune(url, "toml", _FillsTheDisk(disk), tmp_path, out=disk / "autoplace.toml")
+        message = str(info.value)
+        assert f"cannot write {disk / 'autoplace.toml'}: the disk holding {disk} is full" in message
+        assert info.value.exit_code == 1 and "\n" not in message
+        (disk / "filler").unlink()
+        again = SyntheticBackend()
+        result = tune(url, "toml", again, tmp_path, out=disk / "autoplace.toml")
+        assert again.measured == [] and result.out == disk / "autoplace.toml"
+
+
+def _damage(path) -> None:
+    """Overwrite the middle of a SQLite file with noise, its header left as it was."""
+    data = bytearray(path.read_bytes())
+    assert len(data) > 3 * 4096
+    data[4096 : len(data) - 4096] = bytes((i * 7 + 3) % 256 for i in range(len(data) - 8192))
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_sqlite_file_is_refused_before_measuring(tmp_path):
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    tune(url, "damaged", SyntheticBackend(), tmp_path, trials=3)
+    _damage(tmp_path / "studies.db")
+    backend = SyntheticBackend()
+    with pytest.raises(StorageError) as info:
+        tune(url, "damaged", backend, tmp_path)
+    message = str(info.value)
+    assert f"the study database {tmp_path / 'studies.db'} is damaged" in message
+    assert "restore it from a copy" in message and "\n" not in message
+    assert "exceeding max length" not in message and info.value.exit_code == 2
+    assert backend.measured == []
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+def test_tune_on_a_damaged_sqlite_file_is_one_line(capsys, tmp_path):
+    from test_cli import TINY, assert_one_line_error, run_cli
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    tune(url, "damaged", SyntheticBackend(), tmp_path, trials=3)
+    _damage(tmp_path / "studies.db")
+    code, out, err = run_cli(capsys, "tune", TINY, "--storage", url, "--out", str(tmp_path / "a"))
+    assert_one_line_error(code, out, err, "is damaged", "restore it from a copy", exit_code=2)
