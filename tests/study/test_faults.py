@@ -6,8 +6,10 @@ RUNNING, nothing is measured twice."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+import time
 
 import optuna
 import pytest
@@ -260,3 +262,85 @@ def test_a_storage_fault_line_names_the_drivers_cause_not_optunas():
     line = str(fault_error("postgresql://db/x", error, str, opened=True, waited_s=60.0))
     assert "exceeding max length" not in line
     assert "server closed the connection unexpectedly" in line and "for 60 s" in line
+
+
+# -- what a user of the command meets ---------------------------------------------------------
+
+
+def _tune_cli(capsys, server: Server, study: str, tmp_path):
+    from conftest import model
+    from test_cli import run_cli
+
+    return run_cli(
+        capsys, "tune", str(model("tiny_mlp")), "--storage", server.url, "--study", study,
+        "--out", str(tmp_path / "autoplace.toml"), "--batch-sizes", "2..32",
+        "--precisions", "float32", "--measure-timeout", "60",
+    )  # fmt: skip
+
+
+def _after_first_measurement(server: Server, study: str, fault) -> threading.Thread:
+    """A thread that puts ``fault`` in once the study holds a finished measurement (read
+    directly, not through the proxy)."""
+
+    def watch() -> None:
+        for _ in range(1500):
+            with contextlib.suppress(KeyError):
+                if any(t.state.name == "COMPLETE" for t in trials_of(server.direct, study)):
+                    fault()
+                    return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def _lines(err: str) -> tuple[list[str], list[str]]:
+    """stderr's lines saying the storage is waited for, and its error lines."""
+    lines = err.splitlines()
+    waits = [line for line in lines if line.startswith("waiting for the storage")]
+    return waits, [line for line in lines if line.startswith("autoplace: error")]
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_the_command_waits_out_an_outage_saying_so(capsys, server, study_name, tmp_path):
+    watcher = _after_first_measurement(server, study_name, lambda: server.proxy.down_for(4.0))
+    code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    watcher.join()
+    waits, errors = _lines(err)
+    assert code == 0 and "Traceback" not in err, err
+    assert waits and not errors and (tmp_path / "autoplace.toml").exists()
+    assert not [t for t in trials_of(server.direct, study_name) if t.state.name == "RUNNING"]
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
+    capsys, server, study_name, tmp_path, monkeypatch
+):
+    from test_cli import assert_one_line_error
+
+    monkeypatch.setattr(faults, "PATIENCE_S", 3.0)
+    watcher = _after_first_measurement(server, study_name, server.proxy.down)
+    code, out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    watcher.join()
+    _, errors = _lines(err)
+    shown = mask_url(normalize_url(server.url))
+    assert "Traceback" not in err and err.splitlines()[-1] == errors[-1]  # the last line
+    assert_one_line_error(code, out, f"{errors[0]}\n", shown, "did not answer", exit_code=1)
+    assert not (tmp_path / "autoplace.toml").exists()
+    server.proxy.up()
+    code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    assert code == 0 and "Traceback" not in err, err
+    trials = trials_of(server.direct, study_name)
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+    searched = [
+        t.user_attrs["config"]
+        for t in trials
+        if t.state.name == "COMPLETE"
+        and t.user_attrs.get("phase") == "search"
+        and not t.user_attrs.get("reference")
+    ]
+    assert len(searched) == len(set(searched))  # nothing measured twice
+    assert not (tmp_path / "autoplace.unstored.json").exists()  # imported, if any was kept
