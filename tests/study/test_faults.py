@@ -16,7 +16,7 @@ import pytest
 from conftest import ADDRESSES, skip_servers
 from storage_faults import FaultProxy
 from synthetic import SyntheticBackend
-from test_storage import split, tune
+from test_storage import searched, split, tune
 
 import autoplace.study._faults as faults
 import autoplace.study._storage as storages
@@ -70,12 +70,7 @@ def assert_whole(url: str, name: str, configs) -> None:
     """Every configuration searched exactly once, nothing RUNNING."""
     trials = trials_of(url, name)
     assert [t.number for t in trials if t.state.name == "RUNNING"] == []
-    searched = [
-        t.user_attrs["config"]
-        for t in trials
-        if t.state.name == "COMPLETE" and not t.user_attrs.get("reference")
-    ]
-    assert sorted(searched) == sorted(c.label() for c in configs)
+    assert sorted(searched(trials)) == sorted(c.label() for c in configs)
 
 
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
@@ -335,12 +330,5 @@ def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
     assert code == 0 and "Traceback" not in err, err
     trials = trials_of(server.direct, study_name)
     assert not [t for t in trials if t.state.name == "RUNNING"]
-    searched = [
-        t.user_attrs["config"]
-        for t in trials
-        if t.state.name == "COMPLETE"
-        and t.user_attrs.get("phase") == "search"
-        and not t.user_attrs.get("reference")
-    ]
-    assert len(searched) == len(set(searched))  # nothing measured twice
+    assert len(searched(trials)) == len(set(searched(trials)))  # nothing measured twice
     assert not (tmp_path / "autoplace.unstored.json").exists()  # imported, if any was kept

@@ -40,6 +40,18 @@ def split(backend, known):
     return fresh, [c for c in measured if c in known]
 
 
+def searched(trials) -> list[str]:
+    """The configurations of the finished search measurements, references left out (the
+    best so far, measured again with each group on purpose)."""
+    return [
+        t.user_attrs["config"]
+        for t in trials
+        if t.state.name == "COMPLETE"
+        and t.user_attrs.get("phase", "search") == "search"
+        and not t.user_attrs.get("reference")
+    ]
+
+
 def test_results_survive_and_resume_without_remeasuring(storage_url, study_name, tmp_path):
     first = SyntheticBackend()
     result = tune(storage_url, study_name, first, tmp_path, trials=5)
@@ -195,14 +207,7 @@ def test_three_workers_split_the_search_and_agree(storage_url, study_name, tmp_p
     assert not errors and len(results) == 3
     with storage_at(storage_url) as storage:
         trials = optuna.load_study(study_name=study_name, storage=storage).trials
-    searched = [
-        t.user_attrs["config"]
-        for t in trials
-        if t.state.name == "COMPLETE"
-        and t.user_attrs.get("phase") == "search"
-        and not t.user_attrs.get("reference")
-    ]
-    assert len(searched) == len(set(searched))  # no configuration searched twice
+    assert len(searched(trials)) == len(set(searched(trials)))  # none searched twice
     assert not [t for t in trials if t.state.name == "RUNNING"]
     # a worker that finds a group claimed waits for its result instead of claiming it
     # again and again (a spin that once wrote hundreds of failed trials during a duel)
@@ -282,12 +287,7 @@ def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monk
     assert not list(tmp_path.glob("*.unstored.json"))
     study = optuna.load_study(study_name="locked", storage=url)
     assert optuna.trial.TrialState.RUNNING not in [t.state for t in study.trials]
-    searched = [
-        t.user_attrs["config"]
-        for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-        if not t.user_attrs.get("reference")
-    ]
-    assert sorted(searched) == sorted(c.label() for c in result.space.configs())
+    assert sorted(searched(study.trials)) == sorted(c.label() for c in result.space.configs())
 
 
 # -- a full disk and a damaged file: the real cause, in one line, before measuring -------------
