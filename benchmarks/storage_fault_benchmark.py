@@ -27,6 +27,8 @@ Counted, per run (target 0 for each but the times):
 - lost: a finished measurement seen in the study (polled every 0.25 s, directly, not
   through the proxy) that is later gone or changed, plus one kept in the spill file that
   the resume did not store;
+- not stored, measured again: a configuration in flight when the faulted run ended that
+  the resume measured afresh (its finished measurement was neither stored nor kept);
 - measured twice: configurations with more than one search measurement (references,
   measured again on purpose, left out);
 - RUNNING left after the resume (and, for information, right after the faulted run);
@@ -327,6 +329,18 @@ def scenario(kind: str, name: str, tmp: Path, keep: bool) -> dict[str, Any]:
         row["resume"] = {"exit": resume.wait(), "wall_s": resume.wall_s}
         texts += [resume.outputs()] + ([out.read_text()] if out.exists() else [])
         final = study.trials()
+        # finished measurements the faulted run could not store and did not keep: the
+        # resume measures their configurations again (its own new trials)
+        last = max((t.number for t in after_fault), default=-1)
+        in_flight = {t.user_attrs.get("config") for t in after_fault if t.state.name == "RUNNING"}
+        remeasured = [
+            t
+            for t in final
+            if t.number > last
+            and measured(t)
+            and not t.user_attrs.get("reference")
+            and t.user_attrs.get("config") in in_flight
+        ]
         uids = {t.user_attrs.get("uid") for t in final if measured(t)}
         numbers = {t._trial_id for t in final if measured(t)}
         spill_lost = sum(
@@ -337,6 +351,7 @@ def scenario(kind: str, name: str, tmp: Path, keep: bool) -> dict[str, Any]:
         texts += study_texts(final, study.storage, study_name)
         row.update(
             lost=study.lost() + spill_lost,
+            not_stored_measured_again=len(remeasured),
             measured_twice=measured_twice(final),
             running_left=sum(t.state.name == "RUNNING" for t in final),
             spill_left=spill.exists(),
@@ -456,7 +471,14 @@ def main() -> None:
                 print(json.dumps(row, default=str), flush=True)
     total = {
         key: sum(r.get(key) or 0 for r in [*rows, *rounds])
-        for key in ("lost", "measured_twice", "running_left", "tracebacks", "leaks")
+        for key in (
+            "lost",
+            "not_stored_measured_again",
+            "measured_twice",
+            "running_left",
+            "tracebacks",
+            "leaks",
+        )
     }
     total["crashes"] = sum(r["crashes"] for r in rounds)
     total["nonzero_resumes"] = sum(r["resume"]["exit"] != 0 for r in rows) + sum(

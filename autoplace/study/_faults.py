@@ -21,9 +21,12 @@ from typing import Literal, TypeVar
 
 from autoplace.errors import StorageError, StorageFaultError, first_line
 
-#: How long a storage call is tried again, with backoff (0.1 s doubling to 8 s), while its
+#: How long a storage call is tried again, with backoff (0.1 s doubling to 2 s), while its
 #: fault may pass, before the run ends.
 PATIENCE_S = 60.0
+#: The longest pause between two tries: a server back is used again within this (a try
+#: costs little: a refused connection is answered at once).
+MAX_DELAY_S = 2.0
 #: A wait shorter than this is not worth a line (a lock held for a moment).
 _QUIET_S = 1.0
 _T = TypeVar("_T")
@@ -38,10 +41,10 @@ def retry(
     before_retry: Callable[[], None] | None = None,
     patience_s: float | None = None,
 ) -> _T:
-    """``action()``, tried again with backoff (0.1 s doubling to 8 s) while its failure is
-    :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`); its last
-    failure is raised as it came. ``on_wait(seconds waited, last failure)`` hears of each
-    wait past the first second, and every :data:`TICK_S` while one try hangs (the failure
+    """``action()``, tried again with backoff (0.1 s doubling to :data:`MAX_DELAY_S`) while
+    its failure is :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`);
+    its last failure is raised as it came. ``on_wait(seconds waited, last failure)`` hears
+    of each wait past the first second, and every :data:`TICK_S` while one try hangs (the failure
     is then the last one, or ``None``: a server silent up to its timeout);
     ``before_retry()`` runs before each new try (a session reset)."""
     patience = PATIENCE_S if patience_s is None else patience_s
@@ -57,7 +60,7 @@ def retry(
                 if waited >= _QUIET_S:
                     ticker.tell(waited, exc)
             time.sleep(min(delay, max(0.0, patience - waited)))
-            delay = min(2 * delay, 8.0)
+            delay = min(2 * delay, MAX_DELAY_S)
             if before_retry is not None:
                 before_retry()
 
