@@ -96,8 +96,11 @@ def test_a_forked_worker_is_another_owner(tmp_path):
         stale_after_s=60.0,
     )
     read, write = os.pipe()
-    with warnings.catch_warnings():  # "fork() of a multi-threaded process": the child only
-        warnings.simplefilter("ignore", DeprecationWarning)  # reads its identity, then exits
+    # Python's and JAX's warnings that forking a multi-threaded process may deadlock: the
+    # child only reads its identity (no lock another thread may hold), then exits.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
         child = os.fork()
     if child == 0:
         try:
