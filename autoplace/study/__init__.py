@@ -4,8 +4,12 @@ The tuning loop reads and writes a study only through a :class:`StudyLog`
 (``_log``; :class:`OptunaStudyLog` is the one over Optuna, and the one place
 autoplace calls Optuna while tuning).
 ``_storage`` turns a URL into one of Optuna's storages (SQLite, Journal file,
-PostgreSQL, MySQL, Redis); Optuna's storages are the distributed engine, and
-autoplace never writes one of its own.
+PostgreSQL, MySQL, Redis), with timeouts so that no call hangs; Optuna's storages are
+the distributed engine, and autoplace never writes one of its own. Around them:
+``_faults`` (which faults pass, how long they are waited for, the one line a user
+reads), ``_owner`` (who owns a trial in flight, and when that owner is known dead),
+``_spill`` (measurements a failing storage would not take, kept for the resume) and
+``_url`` (URLs without credentials, drivers' messages scrubbed).
 """
 
 from autoplace.study._answers import find_answer, study_names

@@ -6,10 +6,8 @@ RUNNING, nothing is measured twice."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
-import time
 
 import optuna
 import pytest
@@ -273,21 +271,22 @@ def _tune_cli(capsys, server: Server, study: str, tmp_path):
     )  # fmt: skip
 
 
-def _after_first_measurement(server: Server, study: str, fault) -> threading.Thread:
-    """A thread that puts ``fault`` in once the study holds a finished measurement (read
-    directly, not through the proxy)."""
+def _after_the_first_group(monkeypatch, fault) -> None:
+    """Put ``fault`` in as soon as the command's worker has measured its first group, before
+    the tune stores it (the worker and its measurements are the real ones)."""
+    from autoplace.measuring import SubprocessBackend
 
-    def watch() -> None:
-        for _ in range(1500):
-            with contextlib.suppress(KeyError):
-                if any(t.state.name == "COMPLETE" for t in trials_of(server.direct, study)):
-                    fault()
-                    return
-            time.sleep(0.2)
+    real = SubprocessBackend.measure_together
+    calls = []
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+    def measure_together(self, requests):
+        results = real(self, requests)
+        calls.append(len(requests))
+        if len(calls) == 1:
+            fault()
+        return results
+
+    monkeypatch.setattr(SubprocessBackend, "measure_together", measure_together)
 
 
 def _lines(err: str) -> tuple[list[str], list[str]]:
@@ -299,10 +298,13 @@ def _lines(err: str) -> tuple[list[str], list[str]]:
 
 @pytest.mark.slow  # the CLI starts its measurement worker
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
-def test_the_command_waits_out_an_outage_saying_so(capsys, server, study_name, tmp_path):
-    watcher = _after_first_measurement(server, study_name, lambda: server.proxy.down_for(4.0))
+def test_the_command_waits_out_an_outage_saying_so(
+    capsys, server, study_name, tmp_path, monkeypatch
+):
+    back: list[threading.Timer] = []
+    _after_the_first_group(monkeypatch, lambda: back.append(server.proxy.down_for(4.0)))
     code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
-    watcher.join()
+    back[0].join()
     waits, errors = _lines(err)
     assert code == 0 and "Traceback" not in err, err
     assert waits and not errors and (tmp_path / "autoplace.toml").exists()
@@ -317,14 +319,15 @@ def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
     from test_cli import assert_one_line_error
 
     monkeypatch.setattr(faults, "PATIENCE_S", 3.0)
-    watcher = _after_first_measurement(server, study_name, server.proxy.down)
+    _after_the_first_group(monkeypatch, server.proxy.down)
     code, out, err = _tune_cli(capsys, server, study_name, tmp_path)
-    watcher.join()
     _, errors = _lines(err)
     shown = mask_url(normalize_url(server.url))
     assert "Traceback" not in err and err.splitlines()[-1] == errors[-1]  # the last line
     assert_one_line_error(code, out, f"{errors[0]}\n", shown, "did not answer", exit_code=1)
     assert not (tmp_path / "autoplace.toml").exists()
+    assert "finished measurement(s) are kept in" in errors[0]  # the first group's
+    monkeypatch.undo()
     server.proxy.up()
     code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
     assert code == 0 and "Traceback" not in err, err
