@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from autoplace.study._log import ANSWER_ATTR
 from autoplace.study._storage import ask_storage, storage_at
 
 
-def find_answer(url: str, *, name: str | None, suffix: str) -> dict[str, Any] | None:
+def find_answer(
+    url: str,
+    *,
+    name: str | None,
+    suffix: str,
+    on_wait: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
     """The answer kept with study ``name`` in the storage at ``url`` or, without a name,
-    with the one study whose name ends with ``suffix``; ``None`` when there is none."""
-    with storage_at(url) as storage:
+    with the one study whose name ends with ``suffix``; ``None`` when there is none. A
+    server that is away is waited for as a tune waits (``on_wait`` hears a line)."""
+    with storage_at(url, on_wait=on_wait) as storage:
         names = study_names(storage, url)
         chosen = [name] if name is not None else [n for n in names if n.endswith(suffix)]
         if len(chosen) != 1 or chosen[0] not in names:

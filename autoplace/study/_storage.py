@@ -159,9 +159,9 @@ def ask_storage(storage: Any, url: str, question: Callable[[Any], _T]) -> _T:
 
 
 @contextlib.contextmanager
-def storage_at(url: str) -> Iterator[Any]:
+def storage_at(url: str, *, on_wait: Callable[[str], None] | None = None) -> Iterator[Any]:
     """:func:`open_storage` as a context manager that closes the storage afterwards."""
-    storage = open_storage(url)
+    storage = open_storage(url, on_wait=on_wait)
     try:
         yield storage
     finally:
