@@ -1,23 +1,36 @@
-"""Write files whole or not at all."""
+"""Write files whole or not at all, and say in one line why one could not be written."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
 
-from autoplace.errors import BadInputError
+from autoplace.errors import AutoplaceError, BadInputError, OutputError
+
+#: What a probe writes to learn that a folder takes a file (a recommendation is ~10 KiB).
+_PROBE_BYTES = 16384
 
 
 def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: bool = True) -> Path:
-    """Refuse, before any work, a path ``what`` cannot be written to: a folder, a missing
-    folder (unless ``make_folders``: then the nearest existing one must be writable), a
-    folder or file the user may not write. Raises :class:`~autoplace.BadInputError`."""
+    """Refuse, before any work, a path ``what`` cannot be written to: a folder, a device or
+    other file that is not a regular one, a missing folder (unless ``make_folders``: then
+    the nearest existing one must take it), a folder the user may not write, one where no
+    file can be made (``/proc``), one on a full disk. The folder is asked by writing a small
+    file in it, then removing it: permissions alone do not tell (root may write anywhere
+    but ``/proc``). Raises :class:`~autoplace.BadInputError`, or
+    :class:`~autoplace.errors.OutputError` for a full disk."""
     target = Path(path)
     if target.is_dir():
         raise BadInputError(f"{target} is a folder: pass a file name for {what}")
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        raise BadInputError(
+            f"{target} is not a regular file (a device or a pipe): pass a file path for {what}"
+        )
     folder = target.parent
     if not make_folders and not folder.is_dir():
         raise BadInputError(f"no folder {folder} for {what}: create it or pass another path")
@@ -30,21 +43,73 @@ def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: boo
             f"cannot write {target} ({folder} is not writable): pass a path for {what} "
             "in a folder you can write"
         )
+    try:
+        probe_room(folder)
+    except OSError as exc:
+        raise write_error(target, exc, what) from None
     return target
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
+def probe_room(folder: Path) -> None:
+    """Write a small file in ``folder``, flush it to the disk and remove it; raise the
+    ``OSError`` that met (no room left, a read-only file system, no files allowed)."""
+    fd, tmp = tempfile.mkstemp(prefix=".autoplace-probe.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\0" * _PROBE_BYTES)
+            fh.flush()
+            os.fsync(fh.fileno())
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_error(target: Path, exc: OSError, what: str | None = None) -> AutoplaceError:
+    """The one line for a file that could not be written: the cause in words (a full disk
+    by name), with the fix. A full disk or an I/O error is :class:`OutputError` (exit 1),
+    a path that cannot take a file :class:`BadInputError` (exit 2)."""
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    why = exc.strerror or str(exc)
+    other = f"pass another path for {what}" if what else "write it elsewhere"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return OutputError(
+            f"cannot write {target}: the disk holding {folder} is full ({why}): free some "
+            f"space there, or {other}"
+        )
+    if exc.errno == errno.EIO:
+        return OutputError(f"cannot write {target}: the disk failed ({why}): {other}")
+    if exc.errno == errno.EROFS:
+        return BadInputError(
+            f"cannot write {target}: {folder} is on a read-only file system: {other}"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return BadInputError(f"cannot write {target}: permission denied in {folder}: {other}")
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return BadInputError(f"cannot create files in {folder} ({why}): {other}")
+    return BadInputError(f"cannot write {target} ({why}): {other}")
+
+
+def write_atomic(
+    path: str | os.PathLike[str], data: str | bytes, *, what: str | None = None
+) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
 
     A reader sees the old file or the new one, never half of one, even if the
     process is killed mid-write. The file gets the permissions a new file gets under
     the user's umask (``mkstemp`` alone would make it readable by its owner only).
+    A failure (a full disk, a folder gone) is one line (:func:`write_error`; ``what`` the
+    file is, for its fix), the old file left as it was.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _sweep(target)
-    raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _sweep(target)
+        raw = data.encode() if isinstance(data, str) else data
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise write_error(target, exc, what) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
@@ -52,9 +117,11 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(target, exc, what) from None
         raise
     return target
 

@@ -44,6 +44,11 @@ class StorageFaultError(StorageError):
     exit_code = 1
 
 
+class OutputError(AutoplaceError):
+    """A file autoplace writes could not be written although its path is fine: a full
+    disk, an I/O error. Not the user's input, so exit code 1; what was measured is kept."""
+
+
 class NoAnswerError(AutoplaceError):
     """:func:`autoplace.recommend` has no answer it may give: none is cached or stored and
     it was told not to tune (``on_miss="raise"``), or the one it has is stale and it was

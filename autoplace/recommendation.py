@@ -41,10 +41,11 @@ def _clean(value: Any) -> Any:
 
 
 def write(path: str | Path, document: dict[str, Any]) -> Path:
-    """Write ``document`` (which must carry ``schema_version``) to ``path`` atomically."""
+    """Write ``document`` (which must carry ``schema_version``) to ``path`` atomically; a
+    failure (a full disk) is one line naming its cause (:func:`._atomic.write_error`)."""
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError("recommendation documents must carry the current schema_version")
-    return write_atomic(path, tomli_w.dumps(_clean(document)))
+    return write_atomic(path, tomli_w.dumps(_clean(document)), what="the recommendation (--out)")
 
 
 def read(path: str | Path) -> dict[str, Any]:

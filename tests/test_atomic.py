@@ -1,7 +1,14 @@
 import os
 import time
+import warnings
 
-from autoplace._atomic import STALE_S, write_atomic
+import pytest
+from study.storage_faults import fill, full_disk
+from test_cli import TINY, assert_one_line_error, run_cli
+
+from autoplace import BadInputError
+from autoplace._atomic import STALE_S, check_writable, write_atomic
+from autoplace.errors import OutputError
 
 
 def test_a_killed_writers_temporary_file_is_swept_by_the_next_write(tmp_path):
@@ -15,3 +22,75 @@ def test_a_killed_writers_temporary_file_is_swept_by_the_next_write(tmp_path):
     write_atomic(target, "whole")
     assert target.read_text() == "whole"
     assert not stale.exists() and fresh.exists()
+
+
+# -- what cannot be written is one line, before any work where it can be -------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("/proc/x.toml", "cannot create files in /proc"),
+        ("/dev/full", "is not a regular file"),
+        ("/dev/null", "is not a regular file"),
+    ],
+)
+def test_a_path_where_no_file_can_be_made_is_refused_before_any_work(path, fragment):
+    # os.access says yes to root for /proc; only trying tells
+    with pytest.raises(BadInputError, match=fragment) as info:
+        check_writable(path, "the recommendation (--out)")
+    assert "\n" not in str(info.value) and "--out" in str(info.value)
+
+
+def test_tune_and_report_refuse_such_an_out_in_one_line(capsys, tmp_path):
+    for args in (
+        ["tune", TINY, "--out", "/proc/x.toml", "--storage", f"sqlite:///{tmp_path / 's.db'}"],
+        ["report", str(tmp_path / "any.toml"), "--out", "/proc/x.html"],
+    ):
+        code, out, err = run_cli(capsys, *args)
+        assert_one_line_error(code, out, err, "cannot create files in /proc", exit_code=2)
+    assert not (tmp_path / "s.db").exists()  # refused before the study was opened
+
+
+def test_a_full_disk_is_named_before_any_work_and_when_it_fills_later(tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        target = disk / "autoplace.toml"
+        write_atomic(target, "old")
+        fill(disk)
+        with pytest.raises(OutputError, match=r"the disk holding .* is full") as info:
+            check_writable(target, "the recommendation (--out)")
+        assert "No space left on device" in str(info.value) and "\n" not in str(info.value)
+        with pytest.raises(OutputError, match="is full") as info:
+            write_atomic(target, "new" * 100_000, what="the recommendation (--out)")
+        assert info.value.exit_code == 1 and "pass another path for the recommendation" in str(
+            info.value
+        )
+        assert target.read_text() == "old"  # the old file whole
+        assert sorted(p.name for p in disk.iterdir()) == ["autoplace.toml", "filler"]
+
+
+def test_tune_on_a_full_disk_is_one_line_before_measuring(capsys, tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        fill(disk)
+        code, out, err = run_cli(
+            capsys, "tune", TINY, "--out", str(disk / "a.toml"),
+            "--storage", f"sqlite:///{tmp_path / 's.db'}",
+        )  # fmt: skip
+    assert_one_line_error(code, out, err, "is full", "No space left on device", exit_code=1)
+
+
+def test_a_cache_on_a_full_disk_is_said_with_its_cause(tmp_path):
+    from autoplace.recommending import Cache
+    from autoplace.recommending._cache import CacheWarning
+
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        cache = Cache(disk / "cache")
+        fill(disk)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            assert not cache.write(cache.answer_path("slot"), {"answer": {"x": 1}})
+    (line,) = [str(w.message) for w in said if w.category is CacheWarning]
+    assert "is full" in line and "going on without caching" in line and "\n" not in line

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from autoplace import machine

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autoplace._atomic import write_atomic
+from autoplace.errors import AutoplaceError
 
 #: The environment variable that moves the cache.
 ENV = "AUTOPLACE_CACHE"
@@ -82,12 +83,13 @@ class Cache:
         """Write ``entry`` atomically; whether it was (a cache that cannot be written is
         said once, and autoplace goes on without it)."""
         try:
-            write_atomic(path, json.dumps({"entry_schema": ENTRY_SCHEMA, **entry}, indent=1))
-        except OSError as exc:
-            _warn_once(
-                f"autoplace: cannot write the cache at {self.root} ({exc.strerror or exc}); "
-                f"going on without caching: set {ENV} to a folder you can write"
+            write_atomic(
+                path,
+                json.dumps({"entry_schema": ENTRY_SCHEMA, **entry}, indent=1),
+                what=f"the cache (set {ENV})",
             )
+        except AutoplaceError as exc:  # the cause in words: a full disk, a read-only folder
+            _warn_once(f"autoplace: {exc}; going on without caching")
             return False
         return True
 

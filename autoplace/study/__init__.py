@@ -4,22 +4,26 @@ The tuning loop reads and writes a study only through a :class:`StudyLog`
 (``_log``; :class:`OptunaStudyLog` is the one over Optuna, and the one place
 autoplace calls Optuna while tuning).
 ``_storage`` turns a URL into one of Optuna's storages (SQLite, Journal file,
-PostgreSQL, MySQL, Redis); Optuna's storages are the distributed engine, and
-autoplace never writes one of its own.
+PostgreSQL, MySQL, Redis), with timeouts so that no call hangs; Optuna's storages are
+the distributed engine, and autoplace never writes one of its own. Around them:
+``_faults`` (which faults pass, how long they are waited for, the one line a user
+reads), ``_owner`` (who owns a trial in flight, and when that owner is known dead),
+``_spill`` (measurements a failing storage would not take, kept for the resume) and
+``_url`` (URLs without credentials, drivers' messages scrubbed).
 """
 
-from autoplace.study._answers import answers_ending, find_answer
+from autoplace.study._answers import answers_ending, find_answer, study_names
 from autoplace.study._foreign import refuse_foreign_tables
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
+    ask_storage,
     close_storage,
     default_url,
-    mask_url,
-    normalize_url,
     open_storage,
     storage_at,
 )
+from autoplace.study._url import mask_url, normalize_url
 
 __all__ = [
     "DEFAULT_DB",
@@ -29,6 +33,7 @@ __all__ = [
     "StudyLog",
     "Ticket",
     "answers_ending",
+    "ask_storage",
     "close_storage",
     "default_url",
     "find_answer",
@@ -37,4 +42,5 @@ __all__ = [
     "open_storage",
     "refuse_foreign_tables",
     "storage_at",
+    "study_names",
 ]

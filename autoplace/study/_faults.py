@@ -1,63 +1,283 @@
-"""Storage faults that pass: a lock another process holds, a server restarting.
+"""Storage faults: which pass, how long autoplace waits for them, and the line a user reads.
 
-A call that meets one is tried again with backoff for up to :data:`LOCK_PATIENCE_S`;
-then the run ends with one :class:`~autoplace.errors.StorageFaultError` line.
+Every fault of a storage in use that may pass is *transient*, the same on all five
+storages: a connection refused, reset, dropped or timed out (a server restarting, gone,
+or silent past the timeouts of :mod:`._storage`), a lock another process holds, a lock
+wait or a deadlock. A call that meets one is tried again with backoff for up to
+:data:`PATIENCE_S` (:func:`retry`), its ``on_wait`` told meanwhile. A fault that no wait
+mends ends at once: a full disk, a damaged database file, refused credentials, a missing
+database. Either way the user reads one line (:func:`fault_error`) naming the storage,
+without its credentials, and the driver's own cause, never Optuna's wrapper around it
+("invalid data ... e.g. exceeding max length", which blames the data).
 """
 
 from __future__ import annotations
 
+import errno
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from autoplace.errors import StorageFaultError, first_line
+from autoplace.errors import StorageError, StorageFaultError, first_line
 
-#: How long a storage call is retried, with backoff, while the storage is busy (SQLite's
-#: lock held by another process) or its server unreachable, before the run ends.
-LOCK_PATIENCE_S = 60.0  # each try of SQLite also waits up to 5 s for the lock itself
+#: How long a storage call is tried again, with backoff (0.1 s doubling to 2 s), while its
+#: fault may pass, before the run ends.
+PATIENCE_S = 60.0
+#: The longest pause between two tries: a server back is used again within this (a try
+#: costs little: a refused connection is answered at once).
+MAX_DELAY_S = 2.0
+#: A wait shorter than this is not worth a line (a lock held for a moment).
+_QUIET_S = 1.0
 _T = TypeVar("_T")
 
-
-def retry(action: Callable[[], _T]) -> _T:
-    """``action()``, tried again with backoff (0.1 s doubling to 8 s) while the storage
-    is busy or its server unreachable (:func:`transient`), for up to
-    :data:`LOCK_PATIENCE_S`; its last failure is raised as it came."""
-    delay, deadline = 0.1, time.monotonic() + LOCK_PATIENCE_S
-    while True:
-        try:
-            return action()
-        except Exception as exc:
-            if not transient(exc) or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(2 * delay, 8.0)
+Kind = Literal["locked", "away", "full", "damaged", "credentials", "other"]
 
 
-def busy_error(shown_url: str, exc: BaseException) -> StorageFaultError:
-    """The one line for a storage that stayed busy or unreachable past the retries."""
-    return StorageFaultError(
-        f"study storage {shown_url} stayed busy or unreachable for {LOCK_PATIENCE_S:g} s "
-        f"({first_line(exc)}): free it (another process holding its lock?) or check the "
-        "server, then run the same command again to resume"
-    )
+def retry(
+    action: Callable[[], _T],
+    *,
+    on_wait: Callable[[float, BaseException | None], None] | None = None,
+    before_retry: Callable[[], None] | None = None,
+    patience_s: float | None = None,
+) -> _T:
+    """``action()``, tried again with backoff (0.1 s doubling to :data:`MAX_DELAY_S`) while
+    its failure is :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`);
+    its last failure is raised as it came. ``on_wait(seconds waited, last failure)`` hears
+    of each wait past the first second, and every :data:`TICK_S` while one try hangs (the failure
+    is then the last one, or ``None``: a server silent up to its timeout);
+    ``before_retry()`` runs before each new try (a session reset)."""
+    patience = PATIENCE_S if patience_s is None else patience_s
+    start, delay = time.monotonic(), 0.1
+    with _Ticker(start, on_wait) as ticker:
+        while True:
+            try:
+                return action()
+            except Exception as exc:
+                waited = time.monotonic() - start
+                if not transient(exc) or waited >= patience:
+                    raise
+                if waited >= _QUIET_S:
+                    ticker.tell(waited, exc)
+            time.sleep(min(delay, max(0.0, patience - waited)))
+            delay = min(2 * delay, MAX_DELAY_S)
+            if before_retry is not None:
+                before_retry()
 
 
-#: What a driver's message says when another process holds the lock autoplace waits for.
-_BUSY = ("database is locked", "database is busy", "lock wait", "deadlock")
+#: How often a line says that a try still hangs.
+TICK_S = 5.0
+
+
+class _Ticker:
+    """Tells ``on_wait`` of a wait: each retry's, and every :data:`TICK_S` without one
+    (from a thread of its own: the caller's is blocked in the driver)."""
+
+    def __init__(
+        self, start: float, on_wait: Callable[[float, BaseException | None], None] | None
+    ) -> None:
+        self._start, self._on_wait = start, on_wait
+        self._last, self._exc = start, None
+        self._lock, self._done = threading.Lock(), threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Ticker:
+        if self._on_wait is not None:
+            self._thread = threading.Thread(target=self._tick, name="autoplace-wait", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def tell(self, waited: float, exc: BaseException | None) -> None:
+        if self._on_wait is None:
+            return
+        with self._lock:
+            self._last, self._exc = time.monotonic(), exc
+            self._on_wait(waited, exc)
+
+    def _tick(self) -> None:
+        while not self._done.wait(TICK_S / 5):
+            now = time.monotonic()
+            if now - self._last >= TICK_S and not self._done.is_set():
+                self.tell(now - self._start, self._exc)
 
 
 def transient(exc: BaseException) -> bool:
-    """Whether a storage's failure may pass if tried again: a lock held by another process
-    (SQLite's "database is locked", a server's lock wait or deadlock) or a connection
-    lost or refused (a server restarting)."""
-    for cause in causes(exc):
-        text = str(cause).lower()
-        if any(s in text for s in _BUSY):
+    """Whether a storage's failure may pass if tried again (see the module docstring)."""
+    return kind(exc) in ("locked", "away")
+
+
+def kind(exc: BaseException) -> Kind:
+    """What a storage's failure is: a lock held elsewhere, a server away, a full disk, a
+    damaged file, refused credentials, or something else (not retried)."""
+    chain = list(causes(exc))
+    for cause in chain:  # what no wait mends first: an auth error is a ConnectionError too
+        found = _lasting(cause)
+        if found is not None:
+            return found
+    for cause in chain:
+        found = _passing(cause)
+        if found is not None:
+            return found
+    return "other"
+
+
+#: What a driver's message says when another process holds the lock autoplace waits for.
+_LOCKED = (
+    "database is locked",
+    "database is busy",
+    "lock wait",
+    "deadlock",
+    "could not obtain lock",
+    "could not serialize",
+)
+#: MySQL/MariaDB error codes of a fault that passes: too many connections, shutdown, lock
+#: wait, deadlock, interrupted, killed, can't connect, gone away, lost, idle disconnect.
+_MYSQL_AWAY = frozenset({0, 1040, 1053, 1205, 1213, 1317, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
+#: ... and of refused credentials or a missing database.
+_MYSQL_CREDENTIALS = frozenset({1044, 1045, 1049, 1698})
+#: PostgreSQL SQLSTATE classes of a fault that passes: connection exception, transaction
+#: rollback (deadlock, serialization), insufficient resources, operator intervention.
+_PG_AWAY = ("08", "40", "53", "57")
+_CREDENTIALS = (
+    "authentication failed",
+    "no password supplied",
+    "access denied",
+    "wrongpass",
+    "noauth",
+    "invalid password",
+    "without any password configured",
+    "invalid username-password",
+)
+_FULL = ("database or disk is full", "no space left on device", "disk quota exceeded")
+_DAMAGED = ("database disk image is malformed", "file is not a database", "file is encrypted")
+
+
+def _lasting(cause: BaseException) -> Kind | None:
+    text = str(cause).lower()
+    if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "full"
+    if any(s in text for s in _FULL):
+        return "full"
+    if any(s in text for s in _DAMAGED):
+        return "damaged"
+    names = _class_names(cause)
+    if "AuthenticationError" in names or "AuthorizationError" in names:
+        return "credentials"
+    if _module(cause) == "pymysql" and _mysql_code(cause) in _MYSQL_CREDENTIALS:
+        return "credentials"
+    sqlstate = str(getattr(cause, "sqlstate", None) or "")
+    missing = "database" in text and "does not exist" in text  # PostgreSQL's, at connect
+    if sqlstate.startswith("28") or missing or any(s in text for s in _CREDENTIALS):
+        return "credentials"
+    return None
+
+
+def _passing(cause: BaseException) -> Kind | None:
+    text = str(cause).lower()
+    if any(s in text for s in _LOCKED):
+        return "locked"
+    if getattr(cause, "connection_invalidated", False) or isinstance(
+        cause, (ConnectionError, TimeoutError)
+    ):
+        return "away"
+    module, names = _module(cause), _class_names(cause)
+    if module == "redis" and names & {"ConnectionError", "TimeoutError"}:
+        return "away"
+    if module == "pymysql" and ("InterfaceError" in names or _mysql_code(cause) in _MYSQL_AWAY):
+        return "away"
+    if module == "psycopg":
+        sqlstate = getattr(cause, "sqlstate", None)
+        if sqlstate is None and names & {"OperationalError", "InterfaceError"}:
+            return "away"  # lost before the server said why: refused, reset, timed out
+        if sqlstate is not None and sqlstate[:2] in _PG_AWAY:
+            return "away"
+    if module == "sqlalchemy" and names & {"TimeoutError", "PendingRollbackError"}:
+        return "away"  # no connection free in the pool; a session a fault left to roll back
+    return None
+
+
+def waiting_line(waited: float, exc: BaseException | None, scrub: Callable[[str], str]) -> str:
+    """The progress line while a fault is waited for: ``waiting for the storage (12 s): ...``."""
+    why = scrub(cause(exc)) if exc is not None else "no answer yet"
+    return f"waiting for the storage ({waited:.0f} s): {why}"
+
+
+def cause(exc: BaseException) -> str:
+    """The first line of what the driver said (PostgreSQL's, MySQL's, Redis's, SQLite's,
+    the file system's), under the wrappers Optuna and SQLAlchemy put around it."""
+    for c in causes(exc):
+        if _module(c) in ("optuna", "sqlalchemy", "autoplace"):
+            continue
+        if _module(c) == "pymysql" and len(c.args) == 2 and isinstance(c.args[1], str):
+            return first_line(ValueError(c.args[1]))  # not the tuple: (2003, "Can't ...")
+        if isinstance(c, OSError) and c.strerror and type(c).__module__ == "builtins":
+            return c.strerror  # not "[Errno 28] No space left on device"
+        return first_line(c)
+    return first_line(exc)
+
+
+def fault_error(
+    shown: str,
+    exc: BaseException,
+    scrub: Callable[[str], str],
+    *,
+    opened: bool,
+    waited_s: float | None = None,
+    place: str | None = None,
+) -> StorageError:
+    """The one line for a storage's failure: ``shown`` is the storage's URL without
+    credentials, ``scrub`` blanks them out of the driver's message, ``opened`` whether the
+    run had begun (a fault then: exit code 1), ``waited_s`` how long autoplace waited for
+    it to pass, ``place`` the file or folder a full disk or a damage is in."""
+    why = scrub(cause(exc))
+    found = kind(exc)
+    again = "then run the same command again to resume"
+    waited = f" for {waited_s:.0f} s" if waited_s is not None else ""
+    if found == "locked":
+        return StorageFaultError(
+            f"study storage {shown} stayed locked by another process{waited} ({why}): "
+            f"let it finish or stop it, {again}"
+        )
+    if found == "away":
+        return StorageFaultError(
+            f"study storage {shown} did not answer{waited} ({why}): check that its server "
+            f"is up and reachable, {again}"
+        )
+    if found == "full":
+        where = place or shown
+        return StorageFaultError(
+            f"the disk holding {where} is full ({why}): free some space there, {again}"
+        )
+    if found == "damaged":
+        where = place or shown
+        return StorageError(
+            f"the study database {where} is damaged ({why}): restore it from a copy, or move "
+            "it away and pass another --storage"
+        )
+    if found == "credentials":
+        return StorageError(
+            f"study storage {shown} refused the connection ({why}): check the user, the "
+            "password (percent-encoded: / as %2F, @ as %40) and the database in --storage"
+        )
+    error = StorageFaultError if opened else StorageError
+    return error(
+        f"study storage {shown} failed ({why}): check that the server is up and the database "
+        "is an autoplace/Optuna study (or pass another --storage)"
+    )
+
+
+def from_storage(exc: BaseException) -> bool:
+    """Whether ``exc`` came from a storage (a driver, SQLAlchemy, Optuna's storage, the
+    file system), not from a bug of autoplace's."""
+    for c in causes(exc):
+        if isinstance(c, OSError) or _module(c) in ("sqlalchemy", "psycopg", "pymysql", "redis"):
             return True
-        if getattr(cause, "connection_invalidated", False):
-            return True
-        module, name = type(cause).__module__, type(cause).__name__
-        if "redis" in module and name in ("ConnectionError", "TimeoutError"):
+        if _module(c) in ("sqlite3", "_sqlite3") or "StorageInternalError" in _class_names(c):
             return True
     return False
 
@@ -65,7 +285,20 @@ def transient(exc: BaseException) -> bool:
 def causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what it was raised from (Optuna wraps a driver's error in its own)."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _module(exc: BaseException) -> str:
+    return type(exc).__module__.split(".")[0]
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {k.__name__ for k in type(exc).__mro__}
+
+
+def _mysql_code(exc: BaseException) -> int | None:
+    return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None

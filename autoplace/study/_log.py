@@ -10,6 +10,13 @@ A measurement is a trial: its parameters are the configuration, its system attri
 the figures a dashboard shows (``fed_samples_per_s``, ``compile_s``, ...), the phase that
 measured it (``phase``: ``search`` or ``confirm``), whether it served as a group's
 reference (``reference``) and whether an interrupt cut it short (``interrupted``).
+
+Faults (see :mod:`._faults`): every storage call is retried while its fault may pass,
+the ``on_wait`` callback told "waiting for the storage (N s)"; once the patience is spent
+the run ends with one :class:`~autoplace.errors.StorageFaultError` line, and later calls
+of the same log try once. A measurement the storage would not take is written to the
+spill file (:mod:`._spill`) and stored by the next log opened on the study; a trial's
+creation retried after its reply was lost is found again by its ``uid``, never made twice.
 """
 
 from __future__ import annotations
@@ -18,19 +25,22 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
-import socket
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from autoplace._host import process_alive
 from autoplace.config import PRECISIONS, Config
-from autoplace.errors import BadInputError, StorageError, StorageFaultError, first_line
+from autoplace.errors import AutoplaceError, BadInputError, StorageError, StorageFaultError
 from autoplace.measurement import Measurement
-from autoplace.study._faults import busy_error, causes, retry, transient
-from autoplace.study._storage import mask_url
+from autoplace.study import _spill
+from autoplace.study._faults import fault_error, from_storage, retry, transient, waiting_line
+from autoplace.study._owner import Owner
+from autoplace.study._storage import reset_session
+from autoplace.study._url import file_path, mask_url, scrub, storage_key
 
 #: How a phase is stored: the search's quick measurements, or a confirmation (a duel
 #: is a confirmation too: finalists timed in turns at a longer cap).
@@ -69,6 +79,20 @@ class Ticket:
     trial_id: int
     number: int
     config: Config
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    """A measurement on its way into the study: its ticket and the ticket's attributes,
+    the state and value its trial ends in, and the id of the trial it gets instead should
+    its own be gone (reclaimed by another worker)."""
+
+    ticket: Ticket
+    attrs: Mapping[str, Any]
+    measurement: Measurement
+    state: Any
+    values: list[float] | None
+    uid: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,9 +147,14 @@ class StudyLog(Protocol):
       before they are measured; every ticket ends in exactly one :meth:`record` or
       one :meth:`abandon`;
     * :meth:`record` keeps a measurement for good: a later :meth:`history` (of this
-      process or another sharing the study) holds it;
+      process or another sharing the study) holds it; when the storage will not take it,
+      it is kept aside (the spill file) and stored by the next log opened on the study,
+      and :meth:`record` raises :class:`~autoplace.errors.StorageFaultError` saying so
+      (the loop records the rest of its group first: they are kept aside at once);
+    * a trial whose owner finds it reclaimed by another worker (taken for dead) still
+      gets its measurement: recorded as a new trial;
     * a storage failure raises :class:`~autoplace.errors.StorageError` (one line,
-      with the fix), never the driver's own exception;
+      with the fix, no credentials), never the driver's own exception;
     * calls come from one thread.
     """
 
@@ -160,15 +189,21 @@ class OptunaStudyLog:
 
     Args:
         storage: an opened Optuna storage (see :func:`autoplace.study.open_storage`).
-        url: its URL, for error messages (shown with the password masked).
+        url: its URL (shown and kept without credentials).
         name: the study's name.
         direction: the objective's direction; a study made for the other is refused.
         objective: the objective's name, for that refusal.
         attrs: attributes recorded with a new study (workload, hardware, ...).
         devices: every device name of the machine (the ``device`` parameter's choices).
         with_width: whether configurations carry a width.
-        stale_after_s: a trial RUNNING for longer than this is taken for dead.
+        stale_after_s: a trial of an autoplace from before owners were recorded counts as
+            dead after RUNNING this long.
         since: only measurements finished after this count (``--remeasure``).
+        on_wait: hears a line while a storage fault is waited for.
+        spill_beside: the spill file goes beside this file (the recommendation file; see
+            :func:`autoplace.study._spill.spill_path`).
+        read_only: read the study as it is (``explain``, ``report``): no study is created,
+            nothing written, no trial reclaimed, nothing imported.
     """
 
     def __init__(
@@ -187,15 +222,32 @@ class OptunaStudyLog:
         batch_sizes: Sequence[int] = (),
         widths: Sequence[int] = (),
         metric: str | None = None,
+        on_wait: Callable[[str], None] | None = None,
+        spill_beside: Path | None = None,
+        read_only: bool = False,
     ) -> None:
         import optuna
 
         self.name, self._storage, self._url = name, storage, url
         self._stale_after_s, self._since = stale_after_s, since
+        self._on_wait, self._read_only = on_wait, read_only
+        self._owner = Owner.here()
+        #: The trials this log began and has not yet ended, with their attributes.
+        self._live: dict[int, dict[str, Any]] = {}
+        #: The fault that outlasted the patience, once one has: the run is ending, and later
+        #: calls raise it at once rather than wait again (a silent server costs a timeout
+        #: per call); what they would have stored goes to the spill file.
+        self._fault: StorageError | None = None
         self._opened = False  # a failure before: cannot open (2); after: a fault (1)
+        #: Where measurements the storage would not take are kept (see :mod:`._spill`).
+        self.spill = _spill.spill_path(url, spill_beside)
+        self._spilled = 0
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        with self._errors():
-            self._study = retry(
+        if read_only:
+            self._study = self._do(lambda: optuna.load_study(study_name=name, storage=storage))
+            bounds = self._do(lambda: self._study.user_attrs.get(_BOUNDS)) or {}
+        else:
+            self._study = self._do(
                 lambda: optuna.create_study(
                     study_name=name,
                     storage=storage,
@@ -204,27 +256,53 @@ class OptunaStudyLog:
                     load_if_exists=True,
                 )
             )
-            self._study_id = storage.get_study_id_from_name(name)
-            made_for = self._study.direction.name.lower()
-            if made_for != direction:
-                raise BadInputError(
-                    f"study {name!r} was made for an objective to {made_for}, "
-                    f"not {objective}: pass another --study"
-                )
-            held = self._study.user_attrs
-            _check_identity(name, held, attrs, self._study)
-            for key, value in attrs.items():
-                if key not in held:
-                    self._study.set_user_attr(key, value)
-            bounds = _bounds(held.get(_BOUNDS), batch_sizes, widths)
-            if bounds != held.get(_BOUNDS):
-                self._study.set_user_attr(_BOUNDS, bounds)
-            if metric is not None and self._study.metric_names != [metric]:
-                with warnings.catch_warnings():  # experimental in Optuna 4: used on purpose
-                    warnings.simplefilter("ignore")
-                    self._study.set_metric_names([metric])
+            bounds = self._do(
+                lambda: self._prepare(direction, objective, attrs, batch_sizes, widths, metric)
+            )
+        self._study_id = self._do(lambda: storage.get_study_id_from_name(name))
         self._dists = _distributions(devices, with_width, bounds)
         self._opened = True
+        if not read_only:
+            self._import_spill()
+
+    @property
+    def owner(self) -> Owner:
+        """This log's identity; a forked process makes its own (a fork is another worker)."""
+        if self._owner.pid != os.getpid():
+            self._owner = Owner.here()
+            self._live.clear()  # the parent's trials are the parent's
+        return self._owner
+
+    def _prepare(
+        self,
+        direction: str,
+        objective: str,
+        attrs: Mapping[str, Any],
+        batch_sizes: Sequence[int],
+        widths: Sequence[int],
+        metric: str | None,
+    ) -> dict[str, list[int]]:
+        """Check that the study is this tune's (direction, workload, hardware, objective)
+        and record what it lacks; return its parameter ranges. Idempotent: retried whole."""
+        made_for = self._study.direction.name.lower()
+        if made_for != direction:
+            raise BadInputError(
+                f"study {self.name!r} was made for an objective to {made_for}, "
+                f"not {objective}: pass another --study"
+            )
+        held = self._study.user_attrs
+        _check_identity(self.name, held, attrs, self._study)
+        for key, value in attrs.items():
+            if key not in held:
+                self._study.set_user_attr(key, value)
+        bounds = _bounds(held.get(_BOUNDS), batch_sizes, widths)
+        if bounds != held.get(_BOUNDS):
+            self._study.set_user_attr(_BOUNDS, bounds)
+        if metric is not None and self._study.metric_names != [metric]:
+            with warnings.catch_warnings():  # experimental in Optuna 4: used on purpose
+                warnings.simplefilter("ignore")
+                self._study.set_metric_names([metric])
+        return bounds
 
     def annotate(self, note: str, figure: Callable[[], Any]) -> bool:
         """Where optuna-dashboard is installed, save ``note`` (Markdown) as the study's
@@ -234,11 +312,13 @@ class OptunaStudyLog:
             import optuna_dashboard
         except ImportError:
             return False
-        with self._errors():
-            optuna_dashboard.save_note(self._study, note)
-            optuna_dashboard.save_plotly_graph_object(
-                self._study, figure(), graph_object_id="autoplace-throughput"
+        drawn = figure()
+        self._do(lambda: optuna_dashboard.save_note(self._study, note))
+        self._do(
+            lambda: optuna_dashboard.save_plotly_graph_object(
+                self._study, drawn, graph_object_id="autoplace-throughput"
             )
+        )
         return True
 
     def mark_pick(self, config: Config, score: float) -> None:
@@ -246,7 +326,7 @@ class OptunaStudyLog:
         it (optuna-dashboard's "best trial" is one lucky measurement, not the pick)."""
         from optuna.trial import TrialState
 
-        with self._errors():
+        def mark() -> None:
             trials = [
                 t.number
                 for t in self._study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -254,6 +334,8 @@ class OptunaStudyLog:
             ]
             pick = {"config": config.label(), "score": score, "trials": trials}
             self._study.set_user_attr("autoplace_pick", pick)
+
+        self._do(mark)
 
     def save_answer(self, answer: Mapping[str, Any]) -> None:
         """Keep the tune's compact answer with the study (see :data:`ANSWER_ATTR`), where a
@@ -263,8 +345,7 @@ class OptunaStudyLog:
     @property
     def study_attrs(self) -> dict[str, Any]:
         """What the study was recorded with (workload, hardware, device memory, ...)."""
-        with self._errors():
-            return dict(self._study.user_attrs)
+        return self._do(lambda: dict(self._study.user_attrs))
 
     def history(self) -> History:
         from optuna.trial import TrialState
@@ -279,11 +360,13 @@ class OptunaStudyLog:
                 continue
             config = _config_of(t.params)
             if t.state == TrialState.RUNNING:
-                if self._alive(t, now):
+                if self._read_only or self._alive(t, now):
                     pending.add(config)
                 else:
                     stale.append(t)
                 continue
+            if _reclaimed(t):
+                continue  # taken for dead: its owner, if alive, stored a new trial
             data = t.system_attrs.get(_SYSTEM_ATTR) or t.user_attrs.get(_ATTR)
             if data is None or t.user_attrs.get("interrupted"):
                 continue
@@ -292,7 +375,8 @@ class OptunaStudyLog:
                 continue
             phase = t.user_attrs.get("phase", "search")
             finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
-        self._reclaim(stale)
+        if not self._read_only:
+            self._reclaim(stale)
         finished.sort(key=lambda f: f[:2])
         confirmed: dict[Config, tuple[Measurement, ...]] = {}
         for _, _, phase, c, m in finished:
@@ -302,48 +386,86 @@ class OptunaStudyLog:
         return History(searches, confirmed, frozenset(pending))
 
     def _alive(self, t: Any, now: dt.datetime) -> bool:
-        """Whether a RUNNING trial's owner still measures it: on this host, its process must
-        exist; anywhere, its heartbeat must be younger than :data:`STALE_AFTER_S`. A trial
-        of an autoplace from before owners were recorded is alive for ``stale_after_s``."""
+        """Whether a RUNNING trial's owner still measures it. This log's own: while it has
+        not ended it (one it gave up, or one a creation retried after a lost reply made, is
+        dead). Another's: not if its process is known gone (:meth:`Owner.sees_gone`: same
+        boot and pid namespace only), else while its heartbeat is younger than
+        :data:`STALE_AFTER_S`. A trial of an autoplace from before owners were recorded is
+        alive for ``stale_after_s``."""
         owner, beat = t.user_attrs.get("owner"), t.user_attrs.get(_HEARTBEAT)
-        if owner is None or beat is None:
+        if not isinstance(owner, Mapping) or beat is None:
             started = t.datetime_start or now
             return (now - started).total_seconds() < self._stale_after_s
-        if owner == _OWNER:  # this process's: alive unless it gave it up
-            return (self._url, t._trial_id) not in _GIVEN_UP
-        if owner.get("host") == _OWNER["host"] and not process_alive(int(owner.get("pid", 0))):
+        if _token(t) == self.owner.token:
+            return t._trial_id in self._live
+        if self.owner.sees_gone(owner):
             return False
         return time.time() - float(beat) < STALE_AFTER_S
 
     def _reclaim(self, stale: Sequence[Any]) -> None:
         """End the trials of dead owners as failed, marked reclaimed, so that they are
         measured again at once (by whichever worker gets there: one that finds a trial
-        already ended by another leaves it)."""
+        already ended by another leaves it). Tried once each: a storage that fails leaves
+        them to the next reader."""
         from optuna.trial import TrialState
 
+        def reclaim(trial_id: int) -> None:
+            self._storage.set_trial_user_attr(trial_id, "reclaimed_by", self.owner.as_dict())
+            self._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
+
         for t in stale:
-            with contextlib.suppress(Exception):
-                self._storage.set_trial_user_attr(t._trial_id, "reclaimed_by", _OWNER)
-                self._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+            if not self._once(lambda i=t._trial_id: reclaim(i)):
+                return
+
+    def _once(self, action: Callable[[], None]) -> bool:
+        """``action()`` tried once, where a failure costs nothing (the next try will do):
+        whether the storage answered (a trial another worker ended first counts)."""
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        try:
+            action()
+        except UpdateFinishedTrialError:
+            pass
+        except Exception as exc:
+            if not from_storage(exc):
+                raise
+            reset_session(self._storage)
+            return False
+        return True
 
     def claim(self, tickets: Sequence[Ticket], phase: StoredPhase) -> list[Ticket]:
         from optuna.trial import TrialState
 
-        trials = self._do(
-            lambda: self._study.get_trials(
-                deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
+        try:
+            trials = self._do(
+                lambda: self._study.get_trials(
+                    deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)
+                )
             )
-        )
+        except StorageError:  # the run ends: the group is ended for the resume
+            self._end_all([t.trial_id for t in tickets], "interrupted", patient=False)
+            raise
+        # A trial of this log that it holds no ticket for is a duplicate: Optuna's RDB
+        # storage retries a creation whose commit happened but whose reply was lost.
+        doubles = [
+            t._trial_id
+            for t in trials
+            if t.state == TrialState.RUNNING
+            and _token(t) == self.owner.token
+            and t._trial_id not in self._live
+        ]
+        if doubles:
+            self._end_all(doubles, "duplicate", patient=False)
         mine = {t.trial_id for t in tickets}
         lost = []
         for ticket in tickets:
-            attrs = self._storage.get_trial(ticket.trial_id).user_attrs
-            if attrs.get("reference"):
+            if self._live.get(ticket.trial_id, {}).get("reference"):
                 continue  # the best so far, measured again with the group on purpose
             rivals = [
                 t
                 for t in trials
                 if t._trial_id not in mine
+                and t._trial_id not in doubles
                 and t.number < ticket.number
                 and t.user_attrs.get("config") == ticket.config.label()
                 and t.user_attrs.get("phase", "search") == phase
@@ -356,8 +478,7 @@ class OptunaStudyLog:
         if not lost:
             return list(tickets)
         gone = list(tickets) if phase == "confirm" else lost
-        for ticket in gone:
-            self._do(lambda t=ticket: self._end(t, "lost_claim"))
+        self._end_all([t.trial_id for t in gone], "lost_claim", patient=True)
         return [t for t in tickets if t not in gone]
 
     def _counts(self, t: Any) -> bool:
@@ -368,14 +489,22 @@ class OptunaStudyLog:
 
     @contextlib.contextmanager
     def keep_alive(self, tickets: Sequence[Ticket]) -> Iterator[None]:
-        """Refresh the tickets' heartbeat every :data:`HEARTBEAT_S` while the block runs."""
+        """Refresh the tickets' heartbeat every :data:`HEARTBEAT_S` while the block runs.
+        A beat the storage refuses is tried again at the next; one for a trial another
+        worker reclaimed is left (:meth:`record` then stores a new trial)."""
         done = threading.Event()
 
         def beat() -> None:
-            while not done.wait(HEARTBEAT_S):
-                with contextlib.suppress(Exception):  # a missed beat is retried next time
+            try:
+                while not done.wait(HEARTBEAT_S):
                     for ticket in tickets:
-                        self._storage.set_trial_user_attr(ticket.trial_id, _HEARTBEAT, time.time())
+                        self._once(
+                            lambda i=ticket.trial_id: self._storage.set_trial_user_attr(
+                                i, _HEARTBEAT, time.time()
+                            )
+                        )
+            finally:
+                reset_session(self._storage)  # this thread's session, if it opened one
 
         thread = threading.Thread(target=beat, name="autoplace-heartbeat", daemon=True)
         thread.start()
@@ -388,135 +517,325 @@ class OptunaStudyLog:
     def begin(
         self, configs: Sequence[Config], phase: StoredPhase, reference: Config | None = None
     ) -> list[Ticket]:
+        from optuna.trial import TrialState
+
         tickets = []
-        with self._errors():
+        try:
             for config in configs:
                 attrs: dict[str, Any] = {
                     "config": config.label(),
                     "phase": phase,
-                    "owner": _OWNER,
+                    "owner": self.owner.as_dict(),
                     _HEARTBEAT: time.time(),
+                    _UID: uuid.uuid4().hex,
                 }
                 if config == reference:
                     attrs["reference"] = True
-                trial_id = retry(lambda c=config, a=attrs: self._start_trial(c, a))
-                number = retry(lambda i=trial_id: self._storage.get_trial_number_from_id(i))
+                trial_id = self._create(self._template(config, attrs, TrialState.RUNNING))
+                self._live[trial_id] = attrs
+                number = self._do(lambda i=trial_id: self._storage.get_trial_number_from_id(i))
                 tickets.append(Ticket(trial_id, number, config))
+        except StorageError:  # the run ends: what this group began is ended for the resume
+            self._end_all(list(self._live), "interrupted", patient=False)
+            raise
         return tickets
 
     def record(self, ticket: Ticket, measurement: Measurement, score: float | None) -> None:
         from optuna.trial import TrialState
 
-        def write() -> None:
-            self._storage.set_trial_system_attr(
-                ticket.trial_id, _SYSTEM_ATTR, measurement.to_dict()
-            )
-            for key in _SCALARS:
-                value = getattr(measurement, key)
-                if value is not None:
-                    self._storage.set_trial_user_attr(ticket.trial_id, key, value)
-            if score is not None:
-                self._study.tell(ticket.number, score)
-            elif measurement.status == "too_big":
-                self._study.tell(ticket.number, state=TrialState.PRUNED)
-            else:
-                self._study.tell(ticket.number, state=TrialState.FAIL)
-
-        self._do(write)
+        if score is not None:
+            state, values = TrialState.COMPLETE, [score]
+        elif measurement.status == "too_big":
+            state, values = TrialState.PRUNED, None
+        else:
+            state, values = TrialState.FAIL, None
+        attrs = self._live.get(ticket.trial_id) or {"config": ticket.config.label()}
+        outcome = _Outcome(ticket, attrs, measurement, state, values, uuid.uuid4().hex)
+        try:
+            self._do(lambda: self._store(outcome))
+        except StorageError as exc:
+            raise self._keep_aside(exc, outcome) from exc
+        finally:
+            self._live.pop(ticket.trial_id, None)
 
     def abandon(self, tickets: Sequence[Ticket], interrupted: bool) -> None:
         """End ``tickets`` as failed; ``interrupted`` ones are measured again on resume.
 
-        Without ``interrupted`` (autoplace is failing anyway), storage errors are
-        swallowed so that they do not hide the error that brought us here.
+        Each is tried once (a Ctrl-C does not wait out a storage's patience): one the
+        storage would not end goes in the spill file, so that the resume ends it at once,
+        wherever it runs. Storage errors are not raised: autoplace is stopping anyway, and
+        they must not hide why.
         """
-        guard = self._errors() if interrupted else contextlib.suppress(Exception)
-        try:
-            with guard:
-                mark = "interrupted" if interrupted else None
-                for ticket in tickets:
-                    retry(lambda t=ticket, m=mark: self._end(t, m))
-        finally:  # ended, or left RUNNING by a failing storage: dead either way
-            _GIVEN_UP.update((self._url, t.trial_id) for t in tickets)
+        self._end_all(
+            [t.trial_id for t in tickets], "interrupted" if interrupted else None, patient=False
+        )
 
-    def _end(self, ticket: Ticket, mark: str | None) -> None:
-        """End ``ticket``'s trial as failed, with the user attribute ``mark`` set (unless
+    def _end_all(self, trial_ids: Sequence[int], mark: str | None, *, patient: bool) -> None:
+        """End this log's trials ``trial_ids`` (see :meth:`_end`); those the storage would
+        not end go in the spill file, for the resume to end."""
+        left = []
+        for trial_id in trial_ids:
+            try:
+                self._do(lambda i=trial_id: self._end(i, mark), patient=patient)
+            except StorageError:
+                left.append(self._ending(trial_id, mark))
+            self._live.pop(trial_id, None)
+        if left:
+            with contextlib.suppress(OSError, AutoplaceError):  # then reclaimed by heartbeat
+                self._write_spill(left)
+
+    def _end(self, trial_id: int, mark: str | None) -> None:
+        """End trial ``trial_id`` as failed, with the user attribute ``mark`` set (unless
         another worker ended it first: a trial is ended once)."""
+        from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import TrialState
 
-        if self._storage.get_trial(ticket.trial_id).state.is_finished():
+        if self._storage.get_trial(trial_id).state.is_finished():
             return
-        if mark is not None:
-            self._storage.set_trial_user_attr(ticket.trial_id, mark, True)
-        self._study.tell(ticket.number, state=TrialState.FAIL)
+        with contextlib.suppress(UpdateFinishedTrialError):
+            if mark is not None:
+                self._storage.set_trial_user_attr(trial_id, mark, True)
+            self._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
 
-    def _start_trial(self, config: Config, attrs: dict[str, Any]) -> int:
-        """Start a trial of ``config``, its parameters and user attributes written in one
-        storage call (``Study.ask`` commits each parameter on its own: 50 ms a trial on
-        SQLite). The strategy, not a sampler, chose ``config``."""
-        from optuna.trial import FrozenTrial, TrialState
+    def _store(self, outcome: _Outcome) -> None:
+        """Write a measurement into its trial; into a new trial (``outcome.uid``) if another
+        worker reclaimed that one meanwhile. Retried whole: a finished trial is either this
+        call's own earlier try, whose reply was lost, or a reclaimed one."""
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        ticket, measurement = outcome.ticket, outcome.measurement
+        trial_id = ticket.trial_id
+        trial = self._storage.get_trial(trial_id)
+        if trial.state.is_finished():
+            if not _reclaimed(trial):
+                return  # an earlier try's, its reply lost
+        else:
+            try:
+                self._storage.set_trial_system_attr(trial_id, _SYSTEM_ATTR, measurement.to_dict())
+                for key, value in _scalars(measurement).items():
+                    self._storage.set_trial_user_attr(trial_id, key, value)
+                self._storage.set_trial_state_values(
+                    trial_id, state=outcome.state, values=outcome.values
+                )
+                return
+            except UpdateFinishedTrialError:
+                if not _reclaimed(self._storage.get_trial(trial_id)):
+                    return
+        if self._find(outcome.uid) is None:  # not made by an earlier try whose reply was lost
+            self._storage.create_new_trial(self._study_id, template_trial=self._anew(outcome))
+
+    def _anew(self, outcome: _Outcome) -> Any:
+        """The trial ``outcome`` gets when its own is not there to take it."""
+        attrs = {**outcome.attrs, _UID: outcome.uid, "recovered_from": outcome.ticket.number}
+        return self._template(
+            outcome.ticket.config, attrs, outcome.state, outcome.measurement, outcome.values
+        )
+
+    def _create(self, template: Any) -> int:
+        """Create the trial ``template`` (see :meth:`_template`) in one storage call,
+        retried as one: a try after a failure first looks for the trial by its ``uid``
+        (the failure may have been a lost reply to a creation that happened)."""
+        tried = False
+
+        def create() -> int:
+            nonlocal tried
+            if tried:
+                found = self._find(template.user_attrs[_UID])
+                if found is not None:
+                    return found
+            tried = True
+            return self._storage.create_new_trial(self._study_id, template_trial=template)
+
+        return self._do(create)
+
+    def _template(
+        self,
+        config: Config,
+        attrs: Mapping[str, Any],
+        state: Any,
+        measurement: Measurement | None = None,
+        values: list[float] | None = None,
+    ) -> Any:
+        """A trial of ``config`` whole: parameters, attributes, and a finished trial's
+        measurement and state (``Study.ask`` commits each parameter on its own: 50 ms a
+        trial on SQLite). The strategy, not a sampler, chose ``config``."""
+        from optuna.trial import FrozenTrial
 
         params = _params(config)
-        template = FrozenTrial(
+        return FrozenTrial(
             number=-1,
-            state=TrialState.RUNNING,
+            state=state,
             value=None,
+            values=values,
             datetime_start=dt.datetime.now(),
-            datetime_complete=None,
+            datetime_complete=dt.datetime.now() if state.is_finished() else None,
             params=params,
             distributions={k: self._dists[k] for k in params},
-            user_attrs=attrs,
-            system_attrs={},
+            user_attrs={**attrs, **(_scalars(measurement) if measurement else {})},
+            system_attrs={_SYSTEM_ATTR: measurement.to_dict()} if measurement else {},
             intermediate_values={},
             trial_id=-1,
         )
-        return self._storage.create_new_trial(self._study_id, template_trial=template)
 
-    def _do(self, action: Callable[[], _T]) -> _T:
-        """``action()`` on the storage: retried while the storage is busy (:func:`retry`),
-        its failure turned into one :class:`StorageError` (:meth:`_errors`)."""
-        with self._errors():
-            return retry(action)
+    def _find(self, uid: str) -> int | None:
+        """The trial whose ``uid`` attribute is ``uid``, if the storage holds one."""
+        for t in self._storage.get_all_trials(self._study_id, deepcopy=False):
+            if t.user_attrs.get(_UID) == uid:
+                return t._trial_id
+        return None
 
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Turn a storage's failure (a driver's exception) into one :class:`StorageError`:
-        while opening, the storage cannot be used (exit 2); once open, a fault during the
-        run (:class:`StorageFaultError`, exit 1)."""
+    # -- the spill file -------------------------------------------------------------------
+
+    def _keep_aside(self, exc: StorageError, outcome: _Outcome) -> StorageError:
+        """Write a measurement the storage would not take to the spill file; the error to
+        raise, saying where it is (or that it could not be kept)."""
+        record = {
+            **self._ending(outcome.ticket.trial_id, None),
+            "uid": outcome.uid,
+            "number": outcome.ticket.number,
+            "params": _params(outcome.ticket.config),
+            "attrs": dict(outcome.attrs),
+            "measurement": outcome.measurement.to_dict(),
+            "state": outcome.state.name,
+            "values": outcome.values,
+        }
         try:
-            yield
-        except (StorageError, BadInputError, KeyboardInterrupt):
+            self._write_spill([record])
+        except (OSError, AutoplaceError) as failed:
+            return StorageFaultError(
+                f"{exc}; a finished measurement could not be kept in {self.spill} either "
+                f"({failed}): it is measured again on resume"
+            )
+        self._spilled += 1
+        return StorageFaultError(
+            f"{exc}; {self._spilled} finished measurement(s) are kept in {self.spill} and "
+            "go into the study when the same command runs again"
+        )
+
+    def _ending(self, trial_id: int, mark: str | None) -> dict[str, Any]:
+        """A spill entry that ends trial ``trial_id`` (RUNNING, this log's) on resume."""
+        return {
+            "study": self.name,
+            "storage": storage_key(self._url),
+            "trial_id": trial_id,
+            "ticket_uid": self._live.get(trial_id, {}).get(_UID),
+            "mark": mark or "interrupted",
+        }
+
+    def _write_spill(self, records: Sequence[dict[str, Any]]) -> None:
+        _spill.add(self.spill, records)
+
+    def _import_spill(self) -> None:
+        """Store what an earlier run on this study kept aside, then drop it from the file."""
+        from optuna.trial import TrialState
+
+        key = storage_key(self._url)
+
+        def mine(record: dict[str, Any]) -> bool:
+            return record.get("study") == self.name and record.get("storage") == key
+
+        def store(record: dict[str, Any]) -> None:
+            trial_id = int(record["trial_id"])
+            ours = self._do(lambda: self._holds(trial_id, record.get("ticket_uid")))
+            if "measurement" not in record:
+                if ours:
+                    self._do(lambda: self._end(trial_id, record.get("mark")))
+                return
+            ticket = Ticket(trial_id, int(record["number"]), _config_of(record["params"]))
+            outcome = _Outcome(
+                ticket,
+                record["attrs"],
+                Measurement.from_dict(record["measurement"]),
+                TrialState[record["state"]],
+                record["values"],
+                record["uid"],
+            )
+            if ours:
+                self._do(lambda: self._store(outcome))
+            else:
+                self._create(self._anew(outcome))
+
+        _spill.take(self.spill, mine, store)
+
+    def _holds(self, trial_id: int, uid: str | None) -> bool:
+        """Whether trial ``trial_id`` of this study is the one a spill entry names (its
+        ``uid`` the same: a recreated storage may number another trial so)."""
+        try:
+            trial = self._storage.get_trial(trial_id)
+        except KeyError:
+            return False
+        return uid is not None and trial.user_attrs.get(_UID) == uid
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def _do(self, action: Callable[[], _T], *, patient: bool = True) -> _T:
+        """``action()`` on the storage: retried while its fault may pass (:func:`retry`;
+        tried once when not ``patient``; not at all once a fault outlasted the patience),
+        its failure turned into one :class:`StorageError` line."""
+        if self._fault is not None:
+            raise type(self._fault)(str(self._fault))
+        start = time.monotonic()
+        try:
+            return retry(
+                action,
+                on_wait=self._waiting if self._on_wait is not None else None,
+                before_retry=lambda: reset_session(self._storage),
+                patience_s=None if patient else 0.0,
+            )
+        except (AutoplaceError, KeyboardInterrupt):
             raise
         except Exception as exc:
-            import sqlalchemy.exc
-            from optuna.exceptions import StorageInternalError
-
-            kinds = (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError, StorageInternalError)
-            if not any(isinstance(c, kinds) or "redis" in type(c).__module__ for c in causes(exc)):
+            if not from_storage(exc):
                 raise
-            shown = mask_url(self._url)
-            if transient(exc):
-                raise busy_error(shown, exc) from exc
-            kind = StorageFaultError if self._opened else StorageError
-            raise kind(
-                f"study storage {shown} failed: {first_line(exc)}; check that "
-                "the server is up and the database is an autoplace/Optuna study "
-                "(or pass another --storage)"
-            ) from exc
+            reset_session(self._storage)
+            waited = time.monotonic() - start
+            place = file_path(self._url)
+            error = fault_error(
+                mask_url(self._url),
+                exc,
+                self._scrub,
+                opened=self._opened,
+                waited_s=waited if transient(exc) and waited >= 1.0 else None,
+                place=str(place) if place is not None else None,
+            )
+            if patient and transient(exc) and self._opened:
+                self._fault = error
+            # The driver's message may hold a credential: not even in a traceback.
+            raise error from None
+
+    def _waiting(self, waited: float, exc: BaseException | None) -> None:
+        if self._on_wait is not None:
+            self._on_wait(waiting_line(waited, exc, self._scrub))
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, self._url)
 
 
 #: How often a worker refreshes the heartbeat of the trials it is measuring, and after how
-#: long without one a trial counts as its owner's death (another host's: on this host a
-#: dead process is seen at once).
+#: long without one a trial counts as its owner's death (where its process cannot be
+#: seen: another machine, container or pid namespace; see :class:`Owner`).
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 60.0
 _HEARTBEAT = "heartbeat"
-#: Who measures: recorded with every trial begun, so that a trial left RUNNING by a killed
-#: worker is told from one in flight.
-_OWNER = {"host": socket.gethostname(), "pid": os.getpid()}
-#: The trials this process abandoned, by storage URL and trial id: one still RUNNING in
-#: the storage was left so by a failing storage, and is dead (this process's others live).
-_GIVEN_UP: set[tuple[str, int]] = set()
+#: Each trial's own id, made before it is created: a creation retried after its reply was
+#: lost finds the trial instead of making a second.
+_UID = "uid"
+
+
+def _token(trial: Any) -> str | None:
+    """The token of ``trial``'s owner (``None`` for a trial of an autoplace before owners)."""
+    owner = trial.user_attrs.get("owner")
+    return owner.get("token") if isinstance(owner, Mapping) else None
+
+
+def _reclaimed(trial: Any) -> bool:
+    """Whether another worker took ``trial`` for dead and ended it."""
+    return trial.state.name == "FAIL" and "reclaimed_by" in trial.user_attrs
+
+
+def _scalars(measurement: Measurement) -> dict[str, Any]:
+    """The figures a trial carries as user attributes of their own (see :data:`_SCALARS`)."""
+    return {k: getattr(measurement, k) for k in _SCALARS if getattr(measurement, k) is not None}
 
 
 #: The parameters every autoplace trial has.

@@ -8,7 +8,11 @@
 | ``mysql://user@host/db`` | Optuna RDB, through PyMySQL | many machines (needs ``pymysql``) |
 | ``redis://host:port/0`` | Optuna Journal on Redis | many machines (needs ``redis``) |
 
-autoplace never writes a storage of its own: Optuna's are the distributed engine.
+autoplace never writes a storage of its own: Optuna's are the distributed engine. What it
+adds is at the edges: a server that does not answer is a fault, not a hang (every
+connection waits at most :data:`CONNECT_TIMEOUT_S` to open and :data:`STATEMENT_TIMEOUT_S`
+for an answer, on every server), each fault is retried by :mod:`._faults`, and a file
+storage is checked before anything is measured (a disk with no room, a damaged file).
 """
 
 from __future__ import annotations
@@ -17,17 +21,33 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from autoplace._atomic import probe_room
 from autoplace._host import lock_dir
-from autoplace.errors import StorageError, first_line
-from autoplace.study._faults import busy_error, retry, transient
+from autoplace.errors import StorageError
+from autoplace.study._faults import (
+    fault_error,
+    from_storage,
+    kind,
+    retry,
+    transient,
+    waiting_line,
+)
+from autoplace.study._url import file_path, mask_url, normalize_url, scrub
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
+#: Seconds a connection to a server may take to open, and a server may take to answer a
+#: statement (Optuna's are milliseconds), before the call counts as a fault: a server that
+#: accepts connections and never answers is retried, then reported, never waited on forever.
+CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_S = 20.0
 
+_T = TypeVar("_T")
 _DRIVERS = {
     "postgresql": ("psycopg", "'psycopg[binary]'"),
     "mysql": ("pymysql", "pymysql"),
@@ -37,48 +57,6 @@ _DRIVERS = {
 
 def default_url(root: Path | None = None) -> str:
     return f"sqlite:///{(root or Path.cwd()) / DEFAULT_DB}"
-
-
-#: Query parameters that carry a secret (``?password=...``), masked like the password.
-_SECRET_PARAMS = frozenset({"password", "passwd", "pwd", "secret", "token", "sslpassword"})
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password, and any query parameter that carries a secret, replaced
-    by ``***``. Parsed, not matched: the password is everything between the user's ``:``
-    and the *last* ``@`` before the query, so a password holding ``/`` or ``@`` (which
-    people paste unencoded) is masked whole."""
-    if "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    head, question, query = rest.partition("?")
-    userinfo, at, host = head.rpartition("@")
-    if at and ":" in userinfo:
-        head = f"{userinfo.split(':', 1)[0]}:***@{host}"
-    if question:
-        params = []
-        for param in query.split("&"):
-            key, equals, _ = param.partition("=")
-            secret = equals and key.lower() in _SECRET_PARAMS
-            params.append(f"{key}=***" if secret else param)
-        query = "&".join(params)
-    return f"{scheme}://{head}{question}{query}"
-
-
-def normalize_url(url: str) -> str:
-    """Accept the spellings people type: a bare ``.db``/``.log`` path, ``mysql://``, ``postgres://``."""
-    if "://" not in url:
-        if url.endswith((".log", ".jsonl", ".journal")):
-            return f"journal:///{Path(url).resolve()}"
-        return f"sqlite:///{Path(url).resolve()}"
-    scheme, rest = url.split("://", 1)
-    # Name the drivers we install, whatever SQLAlchemy's default for the dialect is.
-    scheme = {
-        "postgres": "postgresql+psycopg",
-        "postgresql": "postgresql+psycopg",
-        "mysql": "mysql+pymysql",
-    }.get(scheme, scheme)
-    return f"{scheme}://{rest}"
 
 
 def _require(scheme: str) -> None:
@@ -92,43 +70,56 @@ def _require(scheme: str) -> None:
             )
 
 
-def open_storage(url: str) -> Any:
-    """An Optuna storage for ``url``. Raises :class:`StorageError` with the fix on failure."""
+def open_storage(url: str, *, on_wait: Callable[[str], None] | None = None) -> Any:
+    """An Optuna storage for ``url``; a server that is away is waited for as
+    :func:`autoplace.study._faults.retry` says, ``on_wait`` hearing a line meanwhile.
+    Raises :class:`StorageError` with the fix on failure, in one line without credentials."""
     from optuna.storages import JournalStorage, RDBStorage
-    from optuna.storages.journal import JournalFileBackend, JournalRedisBackend
+    from optuna.storages.journal import JournalFileBackend
 
     url = normalize_url(url)
     scheme = url.split("://", 1)[0]
     _require(scheme)
-    shown = mask_url(url)
+    path = file_path(url)
+    start = time.monotonic()
+
+    def tell(waited: float, exc: BaseException | None) -> None:
+        assert on_wait is not None
+        on_wait(waiting_line(waited, exc, lambda text: scrub(text, url)))
+
+    waiting = tell if on_wait is not None else None
+
     try:
         if scheme == "journal":
-            path = Path(url.split("://", 1)[1])
+            assert path is not None
             path.parent.mkdir(parents=True, exist_ok=True)
             _check_journal(path)
             return JournalStorage(JournalFileBackend(str(path)))
         if scheme == "redis":
-            with warnings.catch_warnings():  # "experimental" in Optuna 4: not the user's news
-                warnings.simplefilter("ignore")
-                return JournalStorage(JournalRedisBackend(url))
-        if scheme == "sqlite":
-            path = Path(url.split(":///", 1)[1]) if ":///" in url else None
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                _check_sqlite(path)
-                # Workers started together on a new file would each create its tables.
-                with _creating(path):
-                    return retry(lambda: RDBStorage(url, engine_kwargs=_engine_kwargs(scheme)))
-        return retry(lambda: RDBStorage(url, engine_kwargs=_engine_kwargs(scheme)))
+            return retry(lambda: JournalStorage(_redis_backend(url)), on_wait=waiting)
+        kwargs = _engine_kwargs(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _check_sqlite(path)
+            # Workers started together on a new file would each create its tables.
+            with _creating(path):
+                return retry(lambda: RDBStorage(url, engine_kwargs=kwargs), on_wait=waiting)
+        return retry(lambda: RDBStorage(url, engine_kwargs=kwargs), on_wait=waiting)
     except StorageError:
         raise
     except Exception as exc:
-        if transient(exc):
-            raise busy_error(shown, exc) from exc
-        raise StorageError(
-            f"cannot open study storage {shown}: {first_line(exc)}; check the URL, that the server "
-            "is running, and that the file is an autoplace/Optuna study database"
-        ) from exc
+        shown = mask_url(url)
+        if kind(exc) == "other" and _misread(exc):
+            raise StorageError(
+                f"cannot read the storage URL {shown} ({scrub(str(exc).splitlines()[0], url)}): "
+                "percent-encode special characters in the password (/ as %2F, @ as %40, "
+                "? as %3F, # as %23, % as %25)"
+            ) from None
+        waited = time.monotonic() - start if transient(exc) else None
+        place = str(path) if path is not None else None
+        raise fault_error(
+            shown, exc, lambda text: scrub(text, url), opened=False, waited_s=waited, place=place
+        ) from None
 
 
 def close_storage(storage: Any) -> None:
@@ -143,20 +134,107 @@ def close_storage(storage: Any) -> None:
         client.close()
 
 
+def reset_session(storage: Any) -> None:
+    """Drop the calling thread's session of an RDB storage (a fault may have left it
+    needing a rollback that can no longer reach the server); the next call opens another."""
+    remove = getattr(storage, "remove_session", None)
+    if remove is not None:
+        with contextlib.suppress(Exception):  # a session that cannot even close: left to gc
+            remove()
+
+
+def ask_storage(storage: Any, url: str, question: Callable[[Any], _T]) -> _T:
+    """``question(storage)``, a read outside a study log (a list of studies, an answer):
+    retried while its fault may pass, its failure one :class:`StorageError` line."""
+    start = time.monotonic()
+    try:
+        return retry(lambda: question(storage), before_retry=lambda: reset_session(storage))
+    except Exception as exc:
+        if isinstance(exc, StorageError) or not from_storage(exc):
+            raise
+        waited = time.monotonic() - start if transient(exc) else None
+        raise fault_error(
+            mask_url(url), exc, lambda text: scrub(text, url), opened=False, waited_s=waited
+        ) from None
+
+
 @contextlib.contextmanager
-def storage_at(url: str) -> Iterator[Any]:
+def storage_at(url: str, *, on_wait: Callable[[str], None] | None = None) -> Iterator[Any]:
     """:func:`open_storage` as a context manager that closes the storage afterwards."""
-    storage = open_storage(url)
+    storage = open_storage(url, on_wait=on_wait)
     try:
         yield storage
     finally:
         close_storage(storage)
 
 
-def _engine_kwargs(scheme: str) -> dict[str, Any]:
-    if scheme.startswith(("mysql", "postgresql")):
-        return {"pool_pre_ping": True}
+def _misread(exc: BaseException) -> bool:
+    """Whether the driver could not parse the URL (an unencoded password is the usual cause)."""
+    names = {k.__name__ for k in type(exc).__mro__}
+    return isinstance(exc, ValueError) or "ArgumentError" in names
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    """How SQLAlchemy connects: a pinged pool, and timeouts so that a silent server is a
+    fault (PyMySQL has socket timeouts; psycopg's connections get one per wait)."""
+    scheme = url.split("://", 1)[0]
+    if scheme.startswith("mysql"):
+        timeouts = {"read_timeout": STATEMENT_TIMEOUT_S, "write_timeout": STATEMENT_TIMEOUT_S}
+        connect = {"connect_timeout": CONNECT_TIMEOUT_S, **timeouts}
+        return {"pool_pre_ping": True, "connect_args": connect}
+    if scheme.startswith("postgresql"):
+        return {"pool_pre_ping": True, "creator": _postgres_creator(url)}
     return {}
+
+
+def _postgres_creator(url: str) -> Callable[[], Any]:
+    """Connections to PostgreSQL that give up on a server silent for
+    :data:`STATEMENT_TIMEOUT_S` (libpq has no such timeout of its own; TCP keepalives do
+    not see a server whose host still acknowledges packets)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    cargs, cparams = parsed.get_dialect()().create_connect_args(parsed)
+    cparams.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+
+    class TimedConnection(psycopg.Connection):  # type: ignore[type-arg]
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            limit = STATEMENT_TIMEOUT_S if timeout is None else timeout
+            start = time.monotonic()
+            try:
+                return super().wait(gen, interval, limit)
+            except psycopg.OperationalError as exc:
+                if time.monotonic() - start < limit:
+                    raise
+                self.pgconn.finish()  # mid-statement: unusable; SQLAlchemy sees it closed
+                raise psycopg.OperationalError(
+                    f"the server did not answer for {limit:g} s"
+                ) from exc
+
+    return lambda: TimedConnection.connect(*cargs, **cparams)
+
+
+def _redis_backend(url: str) -> Any:
+    """Optuna's Journal backend on Redis, its client with timeouts and without retries of
+    its own (:mod:`._faults` retries every storage alike; a client retrying an append whose
+    reply was lost would append it twice)."""
+    import redis
+    from optuna.storages.journal import JournalRedisBackend
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    with warnings.catch_warnings():  # "experimental" in Optuna 4: not the user's news
+        warnings.simplefilter("ignore")
+        backend = JournalRedisBackend(url)
+    backend._redis.close()
+    backend._redis = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=STATEMENT_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return backend
 
 
 def _creating(path: Path) -> Any:
@@ -168,12 +246,21 @@ def _creating(path: Path) -> Any:
     return FileLock(lock_dir() / f"sqlite-{digest}.lock")
 
 
+def _check_room(path: Path) -> None:
+    """Refuse, before anything is measured, a study file on a disk with no room left."""
+    try:
+        probe_room(path.parent)
+    except OSError as exc:
+        raise fault_error(str(path), exc, str, opened=False, place=str(path)) from None
+
+
 def _check_journal(path: Path) -> None:
     """Refuse a Journal file whose last record is cut or damaged, before anything is
     appended to it: Optuna would append after the broken line, and then could no longer
-    read the file at all."""
+    read the file at all. And one on a full disk."""
     import json
 
+    _check_room(path)
     if not path.exists() or path.stat().st_size == 0:
         return
     with open(path, "rb") as fh:
@@ -192,19 +279,47 @@ def _check_journal(path: Path) -> None:
 
 
 def _check_sqlite(path: Path) -> None:
-    """Refuse a file that is not SQLite, or one in a folder autoplace may not write (SQLite
-    writes a journal beside it), before SQLAlchemy turns it into a long traceback."""
+    """Refuse, before SQLAlchemy turns it into a long traceback and before anything is
+    measured: a file that is not SQLite or is damaged, one in a folder autoplace may not
+    write (SQLite writes a journal beside it), one on a disk with no room left."""
     for place in (path.parent, path if path.exists() else None):
         if place is not None and not os.access(place, os.W_OK):
             raise StorageError(
                 f"cannot write the study database {path} ({place} is read-only, and SQLite "
                 "writes beside it): pass a --storage in a folder you can write"
             )
-    if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as fh:
-            header = fh.read(16)
-        if header != b"SQLite format 3\x00":
-            raise StorageError(
-                f"{path} is not a SQLite database (damaged, or another kind of file): "
-                "move it away or pass another --storage"
-            )
+    if not path.exists() or path.stat().st_size == 0:
+        _check_room(path)
+        return
+    with open(path, "rb") as fh:
+        header = fh.read(16)
+    if header != b"SQLite format 3\x00":
+        raise StorageError(
+            f"{path} is not a SQLite database (damaged, or another kind of file): "
+            "move it away or pass another --storage"
+        )
+    _check_pages(path)
+    _check_room(path)
+
+
+def _check_pages(path: Path) -> None:
+    """Refuse a SQLite file whose pages are damaged (``PRAGMA quick_check``: a few ms per
+    MB), which would otherwise fail mid-run. A file another process holds locked is left
+    to the retries."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        ) as db:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as exc:
+        if transient(exc):
+            return
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StorageError(
+            f"the study database {path} is damaged ({'; '.join(problems)[:200]}): restore it "
+            "from a copy, or move it away and pass another --storage"
+        )

@@ -11,7 +11,7 @@ from typing import Any
 
 from autoplace import recommendation
 from autoplace._paths import check_length, shown
-from autoplace.errors import BadInputError, StorageError, first_line
+from autoplace.errors import BadInputError, StorageError
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.findings import as_dict as finding_dict
 from autoplace.objectives import make_objective
@@ -19,12 +19,13 @@ from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.study import (
     History,
     OptunaStudyLog,
+    ask_storage,
     close_storage,
     default_url,
-    mask_url,
     normalize_url,
     open_storage,
     refuse_foreign_tables,
+    study_names,
 )
 from autoplace.tuning._findings import findings
 from autoplace.tuning._space import Space
@@ -105,7 +106,7 @@ def read_study(
         url = normalize_url(storage) if storage else default_url()
     obj = make_objective(objective, **run) if run else make_objective(objective)
     refuse_foreign_tables(url)
-    opened = open_storage(url)
+    opened = _open(url, path if doc is not None and storage is None else None)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
         history, devices, widths, attrs = _read_study(opened, url, name, obj)
@@ -149,6 +150,20 @@ def _run_of(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc["objective"].items() if k in ("steps", "samples", "epochs")}
 
 
+def _open(url: str, named_in: Path | None) -> Any:
+    """The storage at ``url``; ``named_in``: the recommendation file that named it, which
+    keeps it without credentials (a reader of a shared storage passes their own)."""
+    try:
+        return open_storage(url)
+    except StorageError as exc:
+        if named_in is None:
+            raise
+        raise type(exc)(
+            f"{exc} (the storage {named_in} names, kept without credentials: pass --storage "
+            "URL to read it with yours)"
+        ) from None
+
+
 def _stored_url(doc: dict[str, Any], path: Path) -> str:
     stored = doc["study"].get("storage", "")
     if "***" in stored or not stored:
@@ -162,13 +177,7 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
     """The study of ``model``'s ``workload`` for ``objective`` in ``storage`` (the default
     study name starts with workload, objective and the first 8 hex digits of the hash)."""
     sha = hashlib.sha256(model.read_bytes()).hexdigest()[:8]
-    try:
-        names = [s.study_name for s in storage.get_all_studies()]
-    except Exception as exc:
-        raise StorageError(
-            f"cannot read the studies in {mask_url(url)}: {first_line(exc)}; check that the "
-            "server is up, or pass another --storage"
-        ) from exc
+    names = study_names(storage, url)
     found = [
         n
         for n in names
@@ -190,9 +199,10 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
 def _read_study(
     storage: Any, url: str, name: str, obj: Any
 ) -> tuple[History, Sequence[str], Sequence[int], Mapping[str, Any]]:
-    """The history of study ``name``, its devices and widths; a missing study is bad input."""
+    """The history of study ``name``, its devices and widths; a missing study is bad input.
+    Read only: a tune running on the study right now loses nothing to the reading."""
     try:
-        storage.get_study_id_from_name(name)
+        ask_storage(storage, url, lambda s: s.get_study_id_from_name(name))
     except KeyError:
         raise BadInputError(
             f"no study {name!r} in the storage: run `autoplace tune` first, or pass --storage"
@@ -207,6 +217,7 @@ def _read_study(
         devices=["cpu:0"],
         with_width=True,
         stale_after_s=0.0,
+        read_only=True,
     )
     history = log.history()
     configs = list(history.figures())

@@ -36,7 +36,7 @@ from autoplace import fingerprint, recommendation
 from autoplace._atomic import check_writable
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
-from autoplace.errors import StorageError, StorageFaultError
+from autoplace.errors import StorageError
 from autoplace.explaining import Explanation, explain_standing
 from autoplace.explaining._plots import throughput_figure
 from autoplace.findings import as_dict as finding_dict
@@ -174,7 +174,7 @@ def tune(
             backend = stack.enter_context(SubprocessBackend())
         # Open the storage (import Optuna, create its tables) while the worker starts.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            opening = pool.submit(open_storage, url)
+            opening = pool.submit(open_storage, url, on_wait=on_wait)
             stack.callback(_close_opened, opening)
             mf, info = resolve_workload(backend, model_file, workload)
             available = backend.devices()
@@ -207,6 +207,8 @@ def tune(
             batch_sizes=space.batch_sizes,
             widths=[w for w in space.widths if w is not None],
             metric=f"{obj.name} ({obj.unit})",
+            on_wait=on_wait,
+            spill_beside=Path(out) if out is not None else None,
         )
         requests = _requester(mf, info, phase_settings(settings, obj))
         loop = _Loop(
@@ -340,7 +342,11 @@ class _Loop:
                     timing_lock([c.device for c in group], self.on_wait),
                 ):
                     results = self._measure(group, phase)
-                self._record(tickets, results)
+                try:
+                    self._record(tickets, results)
+                except StorageError:
+                    tickets = []  # what the storage would not take, the log kept for resume
+                    raise
                 tickets = []
                 new += len(results)
                 if self.on_trial is not None:
@@ -382,19 +388,17 @@ class _Loop:
         return self.backend.measure_fresh(requests, progress)
 
     def _record(self, tickets: Sequence[Ticket], results: Sequence[Measurement]) -> None:
-        """Keep each result in the study. When the storage fails for good (the log retried
-        it), the group's unrecorded tickets are marked interrupted, so that a resume
-        measures them again at once, and the error says how many."""
-        for n, (ticket, result) in enumerate(zip(tickets, results, strict=True)):
+        """Keep each result: in the study or, when the storage fails for good, where the log
+        keeps what it could not store for the resume; then the last fault's line (it counts
+        them all)."""
+        fault: StorageError | None = None
+        for ticket, result in zip(tickets, results, strict=True):
             try:
                 self.log.record(ticket, result, self._score(result))
-            except StorageFaultError as exc:
-                with contextlib.suppress(StorageError):  # if still busy: reclaimed on resume
-                    self.log.abandon(tickets[n:], interrupted=True)
-                raise StorageFaultError(
-                    f"{exc} ({len(tickets) - n} measurement(s) of the last group could not "
-                    "be stored: they are measured again on resume)"
-                ) from exc
+            except StorageError as exc:
+                fault = exc
+        if fault is not None:
+            raise fault
 
     def next_group(
         self, now: Standing, history: History, room: int

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import optuna
 import pytest
+from storage_faults import fill, full_disk
 from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import BadInputError, StorageError
-from autoplace.study import mask_url, normalize_url, open_storage, storage_at
+from autoplace.errors import OutputError
+from autoplace.study import open_storage, storage_at
 
 
 def tune(storage_url, study_name, backend, tmp_path, **kwargs):
@@ -36,6 +38,18 @@ def split(backend, known):
     fresh = [c for c in measured if c not in known]
     assert len(fresh) == len(set(fresh)), "a new configuration was measured twice"
     return fresh, [c for c in measured if c in known]
+
+
+def searched(trials) -> list[str]:
+    """The configurations of the finished search measurements, references left out (the
+    best so far, measured again with each group on purpose)."""
+    return [
+        t.user_attrs["config"]
+        for t in trials
+        if t.state.name == "COMPLETE"
+        and t.user_attrs.get("phase", "search") == "search"
+        and not t.user_attrs.get("reference")
+    ]
 
 
 def test_results_survive_and_resume_without_remeasuring(storage_url, study_name, tmp_path):
@@ -80,27 +94,6 @@ def test_failures_are_stored_with_reasons_and_not_retried(storage_url, study_nam
     assert set(failed) == {64} and failed[64].reason == "out of memory (synthetic)"
 
 
-def test_password_is_masked():
-    assert mask_url("postgresql://bob:s3cret@db:5432/x") == "postgresql://bob:***@db:5432/x"
-    assert mask_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
-    assert mask_url("sqlite:///a.db") == "sqlite:///a.db"
-    # what a regular expression leaked: a '/' or an '@' in the password, a query parameter
-    assert mask_url("postgresql://user:Pw/x@host/db") == "postgresql://user:***@host/db"
-    assert mask_url("mysql://root:p@ss@h:3306/test") == "mysql://root:***@h:3306/test"
-    assert (
-        mask_url("postgresql://u@h/db?sslmode=require&password=Pw/x")
-        == "postgresql://u@h/db?sslmode=require&password=***"
-    )
-    assert mask_url("sqlite:////tmp/a@b.db") == "sqlite:////tmp/a@b.db"
-
-
-def test_urls_people_type_are_normalised(tmp_path):
-    assert normalize_url("mysql://root@h/db") == "mysql+pymysql://root@h/db"
-    assert normalize_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
-    assert normalize_url(str(tmp_path / "s.db")).startswith("sqlite:////")
-    assert normalize_url(str(tmp_path / "s.log")).startswith("journal:////")
-
-
 def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
     bad = tmp_path / "studies.db"
     bad.write_bytes(b"definitely not a database" * 10)
@@ -108,11 +101,16 @@ def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
         open_storage(f"sqlite:///{bad}")
 
 
-def test_unknown_scheme_and_unreachable_server_are_storage_errors():
-    with pytest.raises(StorageError, match="cannot open"):
+def test_unknown_scheme_and_unreachable_server_are_storage_errors(monkeypatch):
+    import autoplace.study._faults as faults
+
+    with pytest.raises(StorageError, match="cannot read the storage URL"):
         open_storage("nosuchdb://x/y")
-    with pytest.raises(StorageError, match="cannot open"):
-        open_storage("postgresql://postgres@127.0.0.1:1/test")
+    monkeypatch.setattr(faults, "PATIENCE_S", 1.0)  # a refused connection is waited for
+    heard: list[str] = []
+    with pytest.raises(autoplace.StorageFaultError, match="did not answer") as info:
+        open_storage("postgresql://postgres@127.0.0.1:1/test", on_wait=heard.append)
+    assert "Connection refused" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_a_study_of_another_model_file_is_refused(storage_url, study_name, tmp_path):
@@ -136,10 +134,7 @@ def test_a_study_of_other_hardware_or_run_length_is_refused(tmp_path, monkeypatc
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     options = dict(objective="time-to-finish", steps=1000)
     tune(url, "shared", SyntheticBackend(), tmp_path, trials=2, **options)
-    # another host name, the same hardware: the same study, resumed
-    import autoplace.study._log as log_module
-
-    monkeypatch.setattr(log_module, "_OWNER", {"host": "elsewhere", "pid": 1})
+    # another worker, the same hardware: the same study, resumed
     tune(url, "shared", SyntheticBackend(), tmp_path, trials=1, **options)
     with pytest.raises(BadInputError, match="scored for time-to-finish, steps=1000") as info:
         tune(
@@ -213,14 +208,7 @@ def test_three_workers_split_the_search_and_agree(storage_url, study_name, tmp_p
     assert not errors and len(results) == 3
     with storage_at(storage_url) as storage:
         trials = optuna.load_study(study_name=study_name, storage=storage).trials
-    searched = [
-        t.user_attrs["config"]
-        for t in trials
-        if t.state.name == "COMPLETE"
-        and t.user_attrs.get("phase") == "search"
-        and not t.user_attrs.get("reference")
-    ]
-    assert len(searched) == len(set(searched))  # no configuration searched twice
+    assert len(searched(trials)) == len(set(searched(trials)))  # none searched twice
     assert not [t for t in trials if t.state.name == "RUNNING"]
     # a worker that finds a group claimed waits for its result instead of claiming it
     # again and again (a spin that once wrote hundreds of failed trials during a duel)
@@ -270,18 +258,20 @@ def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monk
     import autoplace.study._faults as faults
 
     # Patience far over the hold, or far under it: a busy machine may delay the release.
-    monkeypatch.setattr(faults, "LOCK_PATIENCE_S", 120.0 if hold_s < 4.0 else 4.0)
+    monkeypatch.setattr(faults, "PATIENCE_S", 120.0 if hold_s < 4.0 else 4.0)
     path = tmp_path / "studies.db"
     url = f"sqlite:///{path}"
     backend = _LocksTheDatabase(path, hold_s)
-    if hold_s < faults.LOCK_PATIENCE_S:  # released within the patience: the run goes on
+    if hold_s < faults.PATIENCE_S:  # released within the patience: the run goes on
         result = tune(url, "locked", backend, tmp_path)
         assert len(result.measurements) == 8 and result.out is not None
         return
     with pytest.raises(autoplace.StorageFaultError) as info:
         tune(url, "locked", backend, tmp_path)
     message = str(info.value)
-    assert "\n" not in message and "busy or unreachable" in message and "again to resume" in message
+    assert "\n" not in message and "locked by another process" in message
+    assert "database is locked" in message and "again to resume" in message
+    assert "kept in" in message and "unstored.json" in message
     assert info.value.exit_code == 1
     backend.locker.rollback()
     stored = optuna.load_study(study_name="locked", storage=url).get_trials(
@@ -290,13 +280,111 @@ def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monk
     assert 0 < len(stored) < len(backend.measured)  # the first group, not the second
     kept = {c for c in backend.groups[0]}
     assert {t.user_attrs["config"] for t in stored} == {c.label() for c in kept}
-    result = tune(url, "locked", SyntheticBackend(), tmp_path)
-    # the group whose results could not be stored is measured again at once; none twice
+    again = SyntheticBackend()
+    result = tune(url, "locked", again, tmp_path)
+    # the group whose results could not be stored was kept aside and is stored now: none of
+    # it is measured again, and nothing is measured twice
+    fresh, _ = split(again, {r.config for r in backend.measured})
+    assert set(fresh) == set(result.space.configs()) - {r.config for r in backend.measured}
+    assert not list(tmp_path.glob("*.unstored.json"))
     study = optuna.load_study(study_name="locked", storage=url)
     assert optuna.trial.TrialState.RUNNING not in [t.state for t in study.trials]
-    searched = [
-        t.user_attrs["config"]
-        for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-        if not t.user_attrs.get("reference")
-    ]
-    assert sorted(searched) == sorted(c.label() for c in result.space.configs())
+    assert sorted(searched(study.trials)) == sorted(c.label() for c in result.space.configs())
+
+
+# -- a full disk and a damaged file: the real cause, in one line, before measuring -------------
+
+
+@pytest.mark.parametrize("name", ["studies.db", "studies.log"])
+def test_a_study_on_a_full_disk_is_refused_before_measuring(tmp_path, name):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        fill(disk)
+        backend = SyntheticBackend()
+        with pytest.raises(autoplace.StorageFaultError) as info:
+            tune(str(disk / name), "full", backend, tmp_path)
+    message = str(info.value)
+    assert f"the disk holding {disk / name} is full" in message and "\n" not in message
+    assert "No space left on device" in message and "exceeding max length" not in message
+    assert backend.measured == []
+
+
+class _FillsTheDisk(SyntheticBackend):
+    """Fills the disk at ``disk`` while its second group is measured."""
+
+    def __init__(self, disk) -> None:
+        super().__init__()
+        self.disk = disk
+
+    def measure_together(self, requests):
+        if len(self.groups) == 1:
+            fill(self.disk)
+        return super().measure_together(requests)
+
+
+def test_a_study_whose_disk_fills_mid_run_names_it_and_keeps_the_measurements(tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        url = f"sqlite:///{disk / 'studies.db'}"
+        backend = _FillsTheDisk(disk)
+        with pytest.raises(autoplace.StorageFaultError) as info:
+            tune(url, "filling", backend, tmp_path)  # --out is on another disk
+        message = str(info.value)
+        assert f"the disk holding {disk / 'studies.db'} is full" in message
+        assert "database or disk is full" in message and "\n" not in message
+        assert "kept in" in message and str(tmp_path / "autoplace.unstored.json") in message
+        (disk / "filler").unlink()  # the user frees some space
+        again = SyntheticBackend()
+        result = tune(url, "filling", again, tmp_path)
+        fresh, _ = split(again, {r.config for r in backend.measured})
+        assert set(fresh) == set(result.space.configs()) - {r.config for r in backend.measured}
+        study = optuna.load_study(study_name="filling", storage=url)
+        assert not [t for t in study.trials if t.state.name == "RUNNING"]
+
+
+def test_a_recommendation_whose_disk_fills_is_one_line_and_the_study_keeps_all(tmp_path):
+    disk = tmp_path / "disk"
+    with full_disk(disk):
+        url = f"sqlite:///{tmp_path / 'studies.db'}"
+        with pytest.raises(OutputError) as info:
+            tune(url, "toml", _FillsTheDisk(disk), tmp_path, out=disk / "autoplace.toml")
+        message = str(info.value)
+        assert f"cannot write {disk / 'autoplace.toml'}: the disk holding {disk} is full" in message
+        assert info.value.exit_code == 1 and "\n" not in message
+        (disk / "filler").unlink()
+        again = SyntheticBackend()
+        result = tune(url, "toml", again, tmp_path, out=disk / "autoplace.toml")
+        assert again.measured == [] and result.out == disk / "autoplace.toml"
+
+
+def _damage(path) -> None:
+    """Overwrite the middle of a SQLite file with noise, its header left as it was."""
+    data = bytearray(path.read_bytes())
+    assert len(data) > 3 * 4096
+    data[4096 : len(data) - 4096] = bytes((i * 7 + 3) % 256 for i in range(len(data) - 8192))
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_sqlite_file_is_refused_before_measuring(tmp_path):
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    tune(url, "damaged", SyntheticBackend(), tmp_path, trials=3)
+    _damage(tmp_path / "studies.db")
+    backend = SyntheticBackend()
+    with pytest.raises(StorageError) as info:
+        tune(url, "damaged", backend, tmp_path)
+    message = str(info.value)
+    assert f"the study database {tmp_path / 'studies.db'} is damaged" in message
+    assert "restore it from a copy" in message and "\n" not in message
+    assert "exceeding max length" not in message and info.value.exit_code == 2
+    assert backend.measured == []
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+def test_tune_on_a_damaged_sqlite_file_is_one_line(capsys, tmp_path):
+    from test_cli import TINY, assert_one_line_error, run_cli
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    tune(url, "damaged", SyntheticBackend(), tmp_path, trials=3)
+    _damage(tmp_path / "studies.db")
+    code, out, err = run_cli(capsys, "tune", TINY, "--storage", url, "--out", str(tmp_path / "a"))
+    assert_one_line_error(code, out, err, "is damaged", "restore it from a copy", exit_code=2)

@@ -85,3 +85,44 @@ def test_the_command_on_a_missing_file_says_so_in_one_line(tmp_path, capsys):
     code, out, err = run_cli(capsys, "explain", str(tmp_path / "nope.toml"))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "no file at" in err
+
+
+def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
+    # explain and report only read: a trial in flight stays in flight, even one whose
+    # owner looks dead from here (a worker that writes would reclaim it), and the study
+    # keeps its attributes as they were.
+    import optuna
+
+    from autoplace import Config
+    from autoplace.study import OptunaStudyLog, close_storage, open_storage
+
+    _, out, result = tuned(tmp_path)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    storage = open_storage(url)
+    log = OptunaStudyLog(
+        storage,
+        url,
+        name=result.study_name,
+        direction="maximize",
+        objective="throughput",
+        attrs={},
+        devices=["cpu:0"],
+        with_width=True,
+        stale_after_s=60.0,
+    )
+    (ticket,) = log.begin([Config("cpu:0", 4096, "float32", result.best.config.width)], "search")
+    owner = {**log.owner.as_dict(), "token": "a killed tune", "pid": 2**22 + 1}
+    storage.set_trial_user_attr(ticket.trial_id, "owner", owner)
+    close_storage(storage)
+
+    def study():
+        loaded = optuna.load_study(study_name=result.study_name, storage=url)
+        trials = [(t.state, t.user_attrs, t.system_attrs) for t in loaded.trials]
+        return loaded.user_attrs, trials
+
+    before = study()
+    autoplace.explain(out)
+    from autoplace.report import write_report
+
+    write_report(out, tmp_path / "report.html")
+    assert study() == before

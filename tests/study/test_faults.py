@@ -1,0 +1,337 @@
+"""Storage faults, for real: PostgreSQL, MariaDB and Redis through a proxy that takes them
+away (down for a while, down for good, connections reset, silent, slow, a reply lost), and
+which driver failures pass. What a user meets is checked: the tune goes on, or ends with
+one line naming the storage and the cause; nothing measured is lost, nothing is left
+RUNNING, nothing is measured twice."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import optuna
+import pytest
+from conftest import ADDRESSES, skip_servers
+from storage_faults import FaultProxy
+from synthetic import SyntheticBackend
+from test_storage import searched, split, tune
+
+import autoplace.study._faults as faults
+import autoplace.study._storage as storages
+from autoplace import StorageFaultError
+from autoplace.study import mask_url, normalize_url, storage_at
+from autoplace.study._faults import kind
+
+SERVER_KINDS = [
+    pytest.param(k, marks=[skip_servers, pytest.mark.storage])
+    for k in ("postgresql", "mysql", "redis")
+]
+
+
+class Server:
+    """A real server behind a :class:`FaultProxy`: ``url`` reaches it through the proxy."""
+
+    def __init__(self, direct: str) -> None:
+        self.kind = direct.split("://")[0]
+        host, port = ADDRESSES[self.kind]
+        self.proxy = FaultProxy((host, port))
+        self.direct = direct
+        self.url = direct.replace(f"{host}:{port}", self.proxy.url_host)
+
+
+@pytest.fixture
+def server(storage_url):
+    made = Server(storage_url)
+    yield made
+    made.proxy.close()
+
+
+class Faulty(SyntheticBackend):
+    """Puts a fault in before measuring its ``at``-th group (from 1)."""
+
+    def __init__(self, fault, at: int = 2) -> None:
+        super().__init__()
+        self.fault, self.at = fault, at
+
+    def measure_together(self, requests):
+        if len(self.groups) + 1 == self.at:
+            self.fault()
+        return super().measure_together(requests)
+
+
+def trials_of(url: str, name: str) -> list:
+    with storage_at(url) as storage:
+        return optuna.load_study(study_name=name, storage=storage).trials
+
+
+def assert_whole(url: str, name: str, configs) -> None:
+    """Every configuration searched exactly once, nothing RUNNING."""
+    trials = trials_of(url, name)
+    assert [t.number for t in trials if t.state.name == "RUNNING"] == []
+    assert sorted(searched(trials)) == sorted(c.label() for c in configs)
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_an_outage_within_the_patience_is_waited_out_and_said(server, study_name, tmp_path):
+    heard: list[str] = []
+    back: list[threading.Timer] = []
+    backend = Faulty(lambda: back.append(server.proxy.down_for(3.0)))
+    result = tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+    back[0].join()
+    assert result.out is not None and len(result.measurements) == 8
+    assert any(line.startswith("waiting for the storage (") for line in heard), heard
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_server_down_for_good_ends_in_one_line_and_loses_nothing(
+    server, study_name, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(faults, "PATIENCE_S", 2.0)
+    backend = Faulty(server.proxy.down)
+    with pytest.raises(StorageFaultError) as info:
+        tune(server.url, study_name, backend, tmp_path)
+    message = str(info.value)
+    assert info.value.exit_code == 1 and "\n" not in message
+    assert mask_url(normalize_url(server.url)) in message and "did not answer" in message
+    assert "refused" in message.lower() and "again" in message
+    spill = tmp_path / "autoplace.unstored.json"
+    assert f"{len(backend.groups[1])} finished measurement(s) are kept in {spill}" in message
+    server.proxy.up()
+    again = SyntheticBackend()
+    result = tune(server.url, study_name, again, tmp_path)
+    measured_before = {r.config for r in backend.measured}
+    fresh, _ = split(again, measured_before)
+    assert set(fresh) == set(result.space.configs()) - measured_before  # none measured again
+    assert not spill.exists()
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_silent_server_is_a_fault_not_a_hang(server, study_name, tmp_path, monkeypatch):
+    monkeypatch.setattr(faults, "PATIENCE_S", 3.0)
+    monkeypatch.setattr(faults, "TICK_S", 1.0)
+    monkeypatch.setattr(storages, "STATEMENT_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 2)
+    heard: list[str] = []
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        backend = Faulty(lambda: server.proxy.set_mode("silent"))
+        try:
+            tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+        except BaseException as exc:
+            ended.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=300)  # generous: a hang is what this looks for, not a speed
+    server.proxy.set_mode("pass")
+    thread.join()
+    (error,) = ended
+    assert isinstance(error, StorageFaultError) and "\n" not in str(error)
+    assert "did not answer" in str(error) and "kept in" in str(error)
+    assert any("waiting for the storage" in line for line in heard), heard
+    result = tune(server.url, study_name, SyntheticBackend(), tmp_path)
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_dropped_connections_and_slow_packets_do_not_stop_a_tune(server, study_name, tmp_path):
+    def fault() -> None:
+        server.proxy.drop()
+        server.proxy.set_mode("delay", 0.01)
+
+    backend = Faulty(fault)
+    result = tune(server.url, study_name, backend, tmp_path)
+    assert len(result.measurements) == 8
+    server.proxy.set_mode("pass")
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+#: What the request that commits a new trial holds, per server.
+_COMMIT = {"postgresql": b"COMMIT", "mysql": b"COMMIT", "redis": b"EVAL"}
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, tmp_path):
+    from autoplace import Config, Measurement
+    from autoplace.study import OptunaStudyLog, close_storage, open_storage
+
+    storage = open_storage(server.url)
+    try:
+        log = OptunaStudyLog(
+            storage,
+            server.url,
+            name=study_name,
+            direction="maximize",
+            objective="throughput",
+            attrs={},
+            devices=["cpu:0"],
+            with_width=False,
+            stale_after_s=3600.0,
+        )
+        config = Config("cpu:0", 8, "float32")
+        server.proxy.lose_reply_to(_COMMIT[server.kind])
+        (ticket,) = log.claim(log.begin([config], "search"), "search")  # as the loop does
+        assert server.proxy.lost == 1  # the fault happened: the server created it, unheard
+        log.record(ticket, Measurement("ok", "", "cpu:0", 8, "float32", None), score=1.0)
+        assert [c for c, _ in log.history().searches] == [config]
+    finally:
+        close_storage(storage)
+    trials = trials_of(server.direct, study_name)
+    # one trial holds the measurement; a duplicate Optuna made retrying (PostgreSQL, MySQL)
+    # is ended at once, never left RUNNING for others to wait on
+    assert [t.state.name for t in trials if t.user_attrs.get("config")].count("COMPLETE") == 1
+    assert all(t.state.name == "COMPLETE" or t.user_attrs.get("duplicate") for t in trials)
+
+
+def test_a_sqlite_file_held_locked_is_waited_for_with_a_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(faults, "TICK_S", 1.0)
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    tune(url, "locked", SyntheticBackend(), tmp_path, trials=1)
+    locker = sqlite3.connect(tmp_path / "studies.db", isolation_level=None, check_same_thread=False)
+    locker.execute("BEGIN EXCLUSIVE")
+    threading.Timer(6.0, locker.rollback).start()
+    heard: list[str] = []
+    result = tune(url, "locked", SyntheticBackend(), tmp_path, on_wait=heard.append)
+    locker.close()
+    assert any("waiting for the storage" in line for line in heard), heard
+    assert_whole(url, "locked", result.space.configs())
+
+
+def _driver_errors():
+    """Real exceptions of the drivers, as they raise them, and what each is."""
+    import psycopg.errors
+    import pymysql.err
+    import redis.exceptions
+
+    return [
+        (psycopg.errors.DeadlockDetected("deadlock detected"), "locked"),
+        (psycopg.errors.LockNotAvailable("could not obtain lock on row"), "locked"),
+        (psycopg.errors.AdminShutdown("terminating connection"), "away"),
+        (psycopg.errors.CannotConnectNow("the database system is starting up"), "away"),
+        (psycopg.errors.SerializationFailure("could not serialize access"), "locked"),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), "away"),
+        (psycopg.errors.InvalidPassword("password authentication failed"), "credentials"),
+        (psycopg.errors.DiskFull("could not extend file: No space left on device"), "full"),
+        (psycopg.errors.UndefinedTable('relation "trials" does not exist'), "other"),
+        (pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"), "locked"),
+        (pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock"), "locked"),
+        (pymysql.err.OperationalError(2006, "MySQL server has gone away"), "away"),
+        (pymysql.err.OperationalError(2013, "Lost connection to MySQL server"), "away"),
+        (pymysql.err.OperationalError(1040, "Too many connections"), "away"),
+        (pymysql.err.OperationalError(1045, "Access denied for user 'root'"), "credentials"),
+        (pymysql.err.InterfaceError(0, ""), "away"),
+        (redis.exceptions.ConnectionError("Connection reset by peer"), "away"),
+        (redis.exceptions.TimeoutError("Timeout reading from socket"), "away"),
+        (redis.exceptions.BusyLoadingError("Redis is loading the dataset"), "away"),
+        (redis.exceptions.AuthenticationError("invalid password"), "credentials"),
+        (sqlite3.OperationalError("database is locked"), "locked"),
+        (sqlite3.OperationalError("database or disk is full"), "full"),
+        (sqlite3.DatabaseError("database disk image is malformed"), "damaged"),
+        (OSError(28, "No space left on device"), "full"),
+        (ConnectionResetError(104, "Connection reset by peer"), "away"),
+    ]
+
+
+def test_which_driver_failures_pass():
+    for error, expected in _driver_errors():
+        wrapped = optuna.exceptions.StorageInternalError("An exception is raised ...")
+        wrapped.__cause__ = error  # as Optuna raises it, wrapped
+        assert (kind(error), kind(wrapped)) == (expected, expected), (error, expected)
+
+
+def test_a_storage_fault_line_names_the_drivers_cause_not_optunas():
+    import psycopg
+
+    from autoplace.study._faults import fault_error
+
+    error = optuna.exceptions.StorageInternalError(
+        "An exception is raised during the commit. This typically happens due to invalid "
+        "data in the commit, e.g. exceeding max length."
+    )
+    error.__cause__ = psycopg.OperationalError("server closed the connection unexpectedly")
+    line = str(fault_error("postgresql://db/x", error, str, opened=True, waited_s=60.0))
+    assert "exceeding max length" not in line
+    assert "server closed the connection unexpectedly" in line and "for 60 s" in line
+
+
+# -- what a user of the command meets ---------------------------------------------------------
+
+
+def _tune_cli(capsys, server: Server, study: str, tmp_path):
+    from conftest import model
+    from test_cli import run_cli
+
+    return run_cli(
+        capsys, "tune", str(model("tiny_mlp")), "--storage", server.url, "--study", study,
+        "--out", str(tmp_path / "autoplace.toml"), "--batch-sizes", "2..32",
+        "--precisions", "float32", "--measure-timeout", "60",
+    )  # fmt: skip
+
+
+def _after_the_first_group(monkeypatch, fault) -> None:
+    """Put ``fault`` in as soon as the command's worker has measured its first group, before
+    the tune stores it (the worker and its measurements are the real ones)."""
+    from autoplace.measuring import SubprocessBackend
+
+    real = SubprocessBackend.measure_together
+    calls = []
+
+    def measure_together(self, requests):
+        results = real(self, requests)
+        calls.append(len(requests))
+        if len(calls) == 1:
+            fault()
+        return results
+
+    monkeypatch.setattr(SubprocessBackend, "measure_together", measure_together)
+
+
+def _lines(err: str) -> tuple[list[str], list[str]]:
+    """stderr's lines saying the storage is waited for, and its error lines."""
+    lines = err.splitlines()
+    waits = [line for line in lines if line.startswith("waiting for the storage")]
+    return waits, [line for line in lines if line.startswith("autoplace: error")]
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_the_command_waits_out_an_outage_saying_so(
+    capsys, server, study_name, tmp_path, monkeypatch
+):
+    back: list[threading.Timer] = []
+    _after_the_first_group(monkeypatch, lambda: back.append(server.proxy.down_for(4.0)))
+    code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    back[0].join()
+    waits, errors = _lines(err)
+    assert code == 0 and "Traceback" not in err, err
+    assert waits and not errors and (tmp_path / "autoplace.toml").exists()
+    assert not [t for t in trials_of(server.direct, study_name) if t.state.name == "RUNNING"]
+
+
+@pytest.mark.slow  # the CLI starts its measurement worker
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
+    capsys, server, study_name, tmp_path, monkeypatch
+):
+    from test_cli import assert_one_line_error
+
+    monkeypatch.setattr(faults, "PATIENCE_S", 3.0)
+    _after_the_first_group(monkeypatch, server.proxy.down)
+    code, out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    _, errors = _lines(err)
+    shown = mask_url(normalize_url(server.url))
+    assert "Traceback" not in err and err.splitlines()[-1] == errors[-1]  # the last line
+    assert_one_line_error(code, out, f"{errors[0]}\n", shown, "did not answer", exit_code=1)
+    assert not (tmp_path / "autoplace.toml").exists()
+    assert "finished measurement(s) are kept in" in errors[0]  # the first group's
+    monkeypatch.undo()
+    server.proxy.up()
+    code, _out, err = _tune_cli(capsys, server, study_name, tmp_path)
+    assert code == 0 and "Traceback" not in err, err
+    trials = trials_of(server.direct, study_name)
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+    assert len(searched(trials)) == len(set(searched(trials)))  # nothing measured twice
+    assert not (tmp_path / "autoplace.unstored.json").exists()  # imported, if any was kept
