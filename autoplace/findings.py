@@ -131,12 +131,17 @@ class FreshPagesEveryStep:
         faults_per_step: page faults per step in a fresh process.
         bytes_per_step: what they map (faults x the page size).
         step_s: the step's time, for scale.
+        remedy: what the best setting timed against it did, in words (``None``: none was
+            timed; see ``autoplace.tuning._remedy``).
+        remedy_helps: whether that setting made it faster beyond doubt.
     """
 
     config: str
     faults_per_step: float
     bytes_per_step: float
     step_s: float | None
+    remedy: str | None = None
+    remedy_helps: bool | None = None
     kind: ClassVar[str] = "fresh_pages_every_step"
 
     def text(self) -> str:
@@ -157,6 +162,13 @@ class FreshPagesEveryStep:
 
     @property
     def fix(self) -> str:
+        if self.remedy is not None and self.remedy_helps:
+            return f"timed here, {self.remedy}: set it in the training process's environment"
+        if self.remedy is not None:
+            return (
+                f"timed here, {self.remedy}: it did not help beyond doubt; a smaller batch "
+                "keeps the temporaries under that size"
+            )
         return (
             "a smaller batch keeps the temporaries under that size; or time a long-lived "
             "allocator (jemalloc or tcmalloc through LD_PRELOAD) against this figure"

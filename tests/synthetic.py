@@ -62,7 +62,9 @@ class SyntheticBackend:
     compile seconds (0.1 otherwise). ``window_noise`` is each configuration's own factor
     in each call, the same for all its turns (what moves between windows and the turns of
     one window do not show); ``fresh`` multiplies a request's step times in a fresh process
-    (:meth:`measure_fresh`: a shared worker's allocator state can differ from a fresh one's).
+    (:meth:`measure_fresh`: a shared worker's allocator state can differ from a fresh one's;
+    it sees the request's ``env``, which the measurement records); ``faults`` gives a
+    request's page faults a step.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class SyntheticBackend:
         compile_s: Callable[[MeasureRequest], float] | None = None,
         window_noise: float = 0.0,
         fresh: Callable[[MeasureRequest], float] | None = None,
+        faults: Callable[[MeasureRequest], float] | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -90,6 +93,7 @@ class SyntheticBackend:
         self._compile_s = compile_s
         self.window_noise = window_noise
         self._fresh = fresh
+        self._faults = faults
         self._drift = 1.0
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` or ``measure_fresh`` call, and
@@ -210,6 +214,8 @@ class SyntheticBackend:
                     interleaved_with=n - 1,
                     interleave_id=group,
                     fresh_process=fresh,
+                    environment=tuple(f"{k}={v}" for k, v in r.env),
+                    page_faults_per_step=self._faults(r) if self._faults else None,
                 )
             )
         return out

@@ -44,7 +44,7 @@ from autoplace.study._url import file_path, mask_url, scrub, storage_key
 
 #: How a phase is stored: the search's quick measurements, or a confirmation (a duel
 #: is a confirmation too: finalists timed in turns at a longer cap).
-StoredPhase = Literal["search", "confirm"]
+StoredPhase = Literal["search", "confirm", "remedy"]
 #: Where a trial keeps its whole Measurement: a system attribute (out of the dashboard's
 #: table, which shows the scalar figures below instead); studies written before kept it
 #: in the user attribute of the same name, which is still read.
@@ -105,11 +105,15 @@ class History:
         confirmed: every confirmation per configuration.
         pending: the configurations being measured right now, by this process or by
             another worker sharing the study.
+        remedies: every measurement of a remedy's windows per configuration: the pick
+            timed as it is and with a setting that may remedy what it showed (e.g. an
+            allocator setting; ``Measurement.environment`` says which).
     """
 
     searches: tuple[tuple[Config, Measurement], ...] = ()
     confirmed: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     pending: frozenset[Config] = frozenset()
+    remedies: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
 
     def figures(self) -> dict[Config, Measurement]:
         """Each configuration's latest search measurement that ran (else its latest)."""
@@ -125,16 +129,18 @@ class History:
             tuple((c, m) for c, m in self.searches if keep(c)),
             {c: ms for c, ms in self.confirmed.items() if keep(c)},
             self.pending,
+            {c: ms for c, ms in self.remedies.items() if keep(c)},
         )
 
     def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
         """This history with ``found`` (configurations just measured in ``phase``) added."""
         if phase == "search":
-            return History((*self.searches, *found), self.confirmed, self.pending)
-        confirmed = dict(self.confirmed)
+            return dataclasses.replace(self, searches=(*self.searches, *found))
+        kept = dict(self.confirmed if phase == "confirm" else self.remedies)
         for c, m in found:
-            confirmed[c] = (*confirmed.get(c, ()), m)
-        return History(self.searches, confirmed, self.pending)
+            kept[c] = (*kept.get(c, ()), m)
+        key = "confirmed" if phase == "confirm" else "remedies"
+        return dataclasses.replace(self, **{key: kept})
 
 
 class StudyLog(Protocol):
@@ -174,8 +180,9 @@ class StudyLog(Protocol):
         """The tickets this worker keeps after :meth:`begin`: a configuration begun by two
         workers at once is the earlier trial's (the storage numbers trials in order, so
         every worker agrees); the others are abandoned. In the search, a reference may be
-        measured again and only the lost configurations go; in a confirmation, a lost one
-        loses the whole group (finalists are compared only when timed together)."""
+        measured again and only the lost configurations go; in a confirmation or a remedy's
+        window, a lost one loses the whole group (they are compared only when timed
+        together)."""
         ...
 
     def keep_alive(self, tickets: Sequence[Ticket]) -> contextlib.AbstractContextManager[None]:
@@ -378,12 +385,12 @@ class OptunaStudyLog:
         if not self._read_only:
             self._reclaim(stale)
         finished.sort(key=lambda f: f[:2])
-        confirmed: dict[Config, tuple[Measurement, ...]] = {}
+        kept: dict[str, dict[Config, tuple[Measurement, ...]]] = {"confirm": {}, "remedy": {}}
         for _, _, phase, c, m in finished:
-            if phase == "confirm":
-                confirmed[c] = (*confirmed.get(c, ()), m)
-        searches = tuple((c, m) for _, _, phase, c, m in finished if phase != "confirm")
-        return History(searches, confirmed, frozenset(pending))
+            if phase in kept:
+                kept[phase][c] = (*kept[phase].get(c, ()), m)
+        searches = tuple((c, m) for _, _, phase, c, m in finished if phase not in kept)
+        return History(searches, kept["confirm"], frozenset(pending), kept["remedy"])
 
     def _alive(self, t: Any, now: dt.datetime) -> bool:
         """Whether a RUNNING trial's owner still measures it. This log's own: while it has
@@ -477,7 +484,7 @@ class OptunaStudyLog:
                 lost.append(ticket)
         if not lost:
             return list(tickets)
-        gone = list(tickets) if phase == "confirm" else lost
+        gone = lost if phase == "search" else list(tickets)
         self._end_all([t.trial_id for t in gone], "lost_claim", patient=True)
         return [t for t in tickets if t not in gone]
 

@@ -10,11 +10,9 @@ from autoplace.findings import (
     FreshPagesEveryStep,
     HostMemoryGrows,
 )
+from autoplace.tuning._remedy import needs_remedy
 from autoplace.tuning._verdict import Standing
 
-#: Page faults per step (batch on the device) from which a step counts as mapping fresh
-#: memory every step: 256 faults of 4 KiB pages are a MiB zeroed by the kernel each step.
-FAULTS_PER_STEP = 256
 #: Growth of resident memory per step from which a process counts as leaking (a million
 #: steps would need 16 GiB).
 GROWTH_PER_STEP = 16 * 1024
@@ -59,11 +57,17 @@ def findings(standing: Standing, policy: str = "warn") -> tuple[Finding, ...]:
             )
         )
     m = best.measurement
-    if m.page_faults_per_step is not None and m.page_faults_per_step >= FAULTS_PER_STEP:
+    if needs_remedy(m):
         step = m.step_s if standing.objective.loop == "step" else m.fed_step_s
+        remedy = standing.remedy
         out.append(
             FreshPagesEveryStep(
-                best.config.label(), m.page_faults_per_step, m.page_faults_per_step * PAGE, step
+                best.config.label(),
+                m.page_faults_per_step,  # type: ignore[arg-type]
+                m.page_faults_per_step * PAGE,  # type: ignore[operator]
+                step,
+                remedy=None if remedy is None else remedy.text(),
+                remedy_helps=None if remedy is None else remedy.helps,
             )
         )
     growth = m.resident_growth_per_step

@@ -8,7 +8,8 @@ Each pass of the loop:
 3. chooses the next group: what the strategy proposes, with the best configuration
    so far as the group's reference (search); else the finalists, measured together
    (confirm); else the winner and its closest challenger when the confirmation
-   could not tell them apart (duel); else it stops;
+   could not tell them apart (duel); else, when the pick maps fresh memory every step,
+   it as it is and with each setting that may remedy that (remedy); else it stops;
 4. marks the group in flight in the study;
 5. measures it, the group's timed loops taking turns (see :mod:`autoplace.measuring`);
 6. records every result, and tells the progress callback.
@@ -69,6 +70,7 @@ from autoplace.tuning._findings import findings
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
 from autoplace.tuning._phases import Phase, phase_settings
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet, check_policy
+from autoplace.tuning._remedy import candidates, remedy_window
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import Strategy
@@ -385,6 +387,9 @@ class _Loop:
 
         if phase is Phase.SEARCH:
             return self.backend.measure_together(requests, progress)
+        if phase is Phase.REMEDY:  # the pick as it is, then with each candidate setting
+            envs = [(), *candidates()]
+            requests = [dataclasses.replace(r, env=e) for r, e in zip(requests, envs, strict=True)]
         return self.backend.measure_fresh(requests, progress)
 
     def _record(self, tickets: Sequence[Ticket], results: Sequence[Measurement]) -> None:
@@ -423,7 +428,16 @@ class _Loop:
         group = duel(now)
         if pending.intersection(group):
             return Phase.DUEL, [], None  # another worker is dueling them: wait for its result
-        return Phase.DUEL, group[:room], None
+        if group:
+            return Phase.DUEL, group[:room], None
+        best = now.best
+        settings = remedy_window(
+            best.config if best else None, best.measurement if best else None, history.remedies
+        )
+        if not settings or len(settings) > room or (best and best.config in pending):
+            return Phase.REMEDY, [], None
+        assert best is not None
+        return Phase.REMEDY, [best.config] * len(settings), None
 
     def _tell(
         self,

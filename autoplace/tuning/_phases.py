@@ -5,7 +5,9 @@
 * confirm: the finalists, measured again together, longer, with the float32
   comparison;
 * duel: the winner and its closest challenger, once more and longer still, when the
-  confirmation could not tell them apart.
+  confirmation could not tell them apart;
+* remedy: the pick as it is and with a setting that may remedy what it showed (its
+  temporaries mapped afresh every step), in fresh processes, as long as a confirmation.
 
 Every phase's :class:`~autoplace.MeasureSettings` is built here, in one place.
 """
@@ -30,11 +32,16 @@ class Phase(enum.Enum):
     SEARCH = "search"
     CONFIRM = "confirm"
     DUEL = "duel"
+    #: The pick as it is and with a setting that may remedy what it showed, timed in turns
+    #: in fresh processes (see ``autoplace.tuning._remedy``).
+    REMEDY = "remedy"
 
     @property
     def stored(self) -> StoredPhase:
         """How the study records it: a duel is a confirmation too."""
-        return "search" if self is Phase.SEARCH else "confirm"
+        if self is Phase.SEARCH:
+            return "search"
+        return "remedy" if self is Phase.REMEDY else "confirm"
 
 
 def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phase, MeasureSettings]:
@@ -67,4 +74,5 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         Phase.SEARCH: ranking(quick, SEARCH_CAP_S),
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
+        Phase.REMEDY: ranking(quick, CONFIRM_CAP_S),
     }

@@ -42,6 +42,7 @@ from autoplace.tuning._margin import (
     pooled_noise,
     window_scores,
 )
+from autoplace.tuning._remedy import Remedy, remedy_of
 from autoplace.tuning._space import Arm, Space, arm_of
 from autoplace.tuning._strategies import MAX_GROUP
 
@@ -86,6 +87,8 @@ class Standing:
             and why: never recommended; the next finalist takes the place.
         interference: how busy the machine was while the measurements the verdict rests
             on (the confirmation windows, else the search) were timed.
+        remedy: what the best setting timed against the pick as it is did (see
+            :mod:`._remedy`), when the pick mapped fresh memory every step.
     """
 
     objective: Objective
@@ -101,6 +104,7 @@ class Standing:
     inaccurate: Mapping[Arm, str] = dataclasses.field(default_factory=dict)
     unconfirmed: Mapping[Config, str] = dataclasses.field(default_factory=dict)
     interference: Interference | None = None
+    remedy: Remedy | None = None
 
     @property
     def best(self) -> Scored | None:
@@ -225,6 +229,7 @@ def standing(
         unconfirmed=unconfirmed,
         interference=Interference.of([m for ms in kept.values() for m in ms])
         or Interference.of(m for _, m in history.searches),
+        remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
     )
 
 

@@ -53,7 +53,7 @@ class Faulty(SyntheticBackend):
         super().__init__()
         self.fault, self.at = fault, at
 
-    def measure_together(self, requests):
+    def measure_together(self, requests, on_progress=None):
         if len(self.groups) + 1 == self.at:
             self.fault()
         return super().measure_together(requests)
@@ -279,7 +279,7 @@ def _after_the_first_group(monkeypatch, fault) -> None:
     real = SubprocessBackend.measure_together
     calls = []
 
-    def measure_together(self, requests):
+    def measure_together(self, requests, on_progress=None):
         results = real(self, requests)
         calls.append(len(requests))
         if len(calls) == 1:

@@ -316,7 +316,7 @@ class _FillsTheDisk(SyntheticBackend):
         super().__init__()
         self.disk = disk
 
-    def measure_together(self, requests):
+    def measure_together(self, requests, on_progress=None):
         if len(self.groups) == 1:
             fill(self.disk)
         return super().measure_together(requests)

@@ -467,3 +467,60 @@ def test_an_interrupt_outside_the_measurement_still_keeps_everything_and_writes_
     assert not finished.interrupted and len(finished.measurements) == 5
     study = load(finished.study_name, env)
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
+def test_a_pick_that_maps_fresh_memory_every_step_has_its_remedy_timed(env):
+    # The fresh processes of the pick fault 9,000 times a step; glibc's huge pages make it
+    # 1.6 times faster: the tune times the pick as it is against each candidate setting, in
+    # two windows, and the finding names what helped, with its interval.
+    def faults(request):
+        return 50.0 if request.env else 9000.0
+
+    def faster_with_huge_pages(request):
+        return 1 / 1.6 if any(k == "GLIBC_TUNABLES" for k, _ in request.env) else 1.0
+
+    backend = SyntheticBackend(faults=faults, fresh=faster_with_huge_pages)
+    result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8, 16), confirm=2,
+                 precisions=("float32",))  # fmt: skip
+    remedy_windows = [g for g in backend.fresh_groups if len(set(g)) == 1 and len(g) > 1]
+    assert len(remedy_windows) == 2 and set(remedy_windows[0]) == {result.best.config}
+    remedy = result.standing.remedy
+    assert remedy.setting.startswith("GLIBC_TUNABLES=") and remedy.helps
+    assert remedy.comparison.ratio == pytest.approx(1.6, rel=0.05)
+    (found,) = [f for f in result.document["findings"] if f["kind"] == "fresh_pages_every_step"]
+    assert (
+        "timed here, with GLIBC_TUNABLES=" in found["fix"]
+        and "faster than as it is" in found["fix"]
+    )
+    assert "set it in the training process's environment" in found["fix"]
+    # the remedy's runs are not the pick's confirmations
+    assert len(result.best.votes) == 2
+    again = SyntheticBackend(faults=faults, fresh=faster_with_huge_pages)
+    run(env, again, strategy=autoplace.Grid(), batch_sizes=(8, 16), confirm=2,
+        precisions=("float32",))  # fmt: skip
+    assert again.measured == []  # a remedy timed once per study
+
+
+@pytest.mark.slow
+def test_a_real_step_that_maps_fresh_memory_every_step_gets_its_remedy_timed(tmp_path):
+    # A 48 MiB temporary every step, in fresh processes: the finding gives the faults, and
+    # what the candidate settings did, timed in two windows (whether they help depends on
+    # the machine's allocator and kernel: the finding says which, never assumes it)
+    result = autoplace.tune(
+        model("fresh_pages"),
+        batch_sizes=(1,),
+        precisions=("float32",),
+        storage=f"journal:///{tmp_path / 's.log'}",
+        out=tmp_path / "a.toml",
+        confirm=1,
+        settings=autoplace.MeasureSettings(deviation=False),
+    )
+    remedy = result.standing.remedy
+    assert remedy is not None and remedy.comparison.windows == 2
+    assert remedy.faults_per_step[0] > 10_000  # 48 MiB of 4 KiB pages a step, as it is
+    (found,) = [f for f in result.document["findings"] if f["kind"] == "fresh_pages_every_step"]
+    assert (
+        found["faults_per_step"] > 10_000 and f"timed here, with {remedy.setting}" in found["fix"]
+    )
+    doc = rec.read(tmp_path / "a.toml")
+    assert doc["findings"] == result.document["findings"]
