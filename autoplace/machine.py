@@ -32,11 +32,10 @@ from typing import Any
 
 #: Other runnable tasks per core, on average over the timed chunks, above which the
 #: machine counts as busy: at one other task for every two cores, a step that uses every
-#: core (XLA's CPU thread pool does) loses a quarter of them to others.
+#: core (XLA's CPU thread pool does) loses a quarter of them to others. (The kernel's CPU
+#: pressure is recorded, not judged: it counts the measuring process's own threads waiting
+#: for each other too; an idle 2-core machine timing a multi-threaded step read 36%.)
 BUSY_RUNNABLE_PER_CORE = 0.5
-#: The share of the wall time some task waited for a CPU above which the machine counts as
-#: busy (pressure stall information; an idle 2-core machine timing one step reads 0-10%).
-BUSY_PRESSURE = 0.25
 
 
 def cores() -> int:
@@ -222,12 +221,10 @@ class Interference:
     @property
     def busy(self) -> bool:
         """Whether other processes competed for the cores enough to move the figures."""
-        crowded = (
+        return (
             self.others_running is not None
             and self.others_running >= BUSY_RUNNABLE_PER_CORE * self.cores
         )
-        stalled = self.cpu_pressure is not None and self.cpu_pressure >= BUSY_PRESSURE
-        return crowded or stalled
 
     def describe(self) -> str:
         """``7.0 other runnable processes on 2 cores, some task waiting for a CPU 64% of

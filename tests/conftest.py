@@ -50,6 +50,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_IN_MEMORY] = config.option.basetemp
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs a server (marked ``storage``) is ``slow`` too: a server's round
+    trips, and the faults put in through a proxy, take seconds; the quick tier keeps to
+    SQLite and Journal files."""
+    for item in items:
+        if item.get_closest_marker("storage") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_IN_MEMORY, None)
     if folder is not None:  # memory, not disk: kept no longer than the run

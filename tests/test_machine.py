@@ -81,11 +81,9 @@ def test_processes_spinning_beside_it_are_counted_and_make_the_machine_busy():
 
 @pytest.mark.parametrize(
     ("others", "pressure", "busy"),
-    [(0.2, 0.05, False), (1.0, 0.05, True), (0.2, 0.40, True), (None, None, False)],
+    [(0.2, 0.05, False), (1.0, 0.05, True), (0.2, 0.40, False), (None, None, False)],
 )
-def test_busy_means_others_runnable_on_half_the_cores_or_a_quarter_of_the_time_waiting(
-    others, pressure, busy
-):
+def test_busy_means_others_runnable_on_half_the_cores_whatever_the_pressure(others, pressure, busy):
     seen = machine.Interference(2, others, pressure, None, None, 3)
     assert seen.busy is busy
 

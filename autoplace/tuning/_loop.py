@@ -343,7 +343,7 @@ class _Loop:
                     self.log.keep_alive(tickets),
                     timing_lock([c.device for c in group], self.on_wait),
                 ):
-                    results = self._measure(group, phase)
+                    results = self._measure(group, phase, history)
                 try:
                     self._record(tickets, results)
                 except StorageError:
@@ -375,10 +375,23 @@ class _Loop:
             return last or standing(History(), self.objective, self.space, self.max_deviation)
         return standing(history, self.objective, self.space, self.max_deviation)
 
-    def _measure(self, group: Sequence[Config], phase: Phase) -> list[Measurement]:
+    def _measure(
+        self, group: Sequence[Config], phase: Phase, history: History
+    ) -> list[Measurement]:
         """The group measured as its phase asks: the search in the shared worker, a
-        confirmation or a duel window each configuration in a fresh process of its own."""
+        confirmation or a duel window each configuration in a fresh process of its own (the
+        float32 comparison only in a configuration's first window: it does not change)."""
         requests = self.requests(group, phase)
+        compared = {
+            c for c, ms in history.confirmed.items() if any(m.deviation_vs_float32 is not None
+                                                           for m in ms)
+        }  # fmt: skip
+        requests = [
+            dataclasses.replace(r, settings=dataclasses.replace(r.settings, deviation=False))
+            if r.config in compared
+            else r
+            for r in requests
+        ]
 
         def progress(p: Progress) -> None:
             if self.on_progress is not None:

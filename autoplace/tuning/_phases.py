@@ -22,10 +22,12 @@ from autoplace.settings import MeasureSettings
 from autoplace.study import StoredPhase
 
 #: Time cap of the loop that ranks, per configuration, while searching (three turns, at
-#: least, of a 50 ms chunk after 30 ms of settling), while confirming, and in a duel.
+#: least, of a 50 ms chunk after 30 ms of settling), in a confirmation window, and in a
+#: duel's. A verdict rests on its windows, not their length: what moves a figure is the
+#: spread between windows, which a longer window does not shrink (docs/search.md).
 SEARCH_CAP_S = 0.2
-CONFIRM_CAP_S = 0.4
-DUEL_CAP_S = 1.0
+CONFIRM_CAP_S = 0.25
+DUEL_CAP_S = 0.5
 
 
 class Phase(enum.Enum):

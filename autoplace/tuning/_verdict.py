@@ -192,7 +192,7 @@ def standing(
     estimates.update(searches.scores())  # type: ignore[arg-type]
     unconfirmed = _failed_confirmations(history.confirmed)
     kept = {c: ms for c, ms in history.confirmed.items() if c not in unconfirmed}
-    latest = {c: next(m for m in reversed(ms) if m.status == "ok") for c, ms in kept.items()}
+    latest = {c: _latest(ms) for c, ms in kept.items()}
     figures: dict[Config, Measurement] = {**history.figures(), **latest}
     for c, ms in history.confirmed.items():
         figures.setdefault(c, ms[-1])
@@ -231,6 +231,17 @@ def standing(
         or Interference.of(m for _, m in history.searches),
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
     )
+
+
+def _latest(ms: Sequence[Measurement]) -> Measurement:
+    """A confirmed configuration's figures: its latest confirmation, with the deviation from
+    float32 its first window measured (the later ones do not measure it again)."""
+    latest = next(m for m in reversed(ms) if m.status == "ok")
+    if latest.deviation_vs_float32 is None:
+        known = next((m.deviation_vs_float32 for m in ms if m.deviation_vs_float32 is not None),
+                     None)  # fmt: skip
+        latest = dataclasses.replace(latest, deviation_vs_float32=known)
+    return latest
 
 
 def _failed_confirmations(confirmed: Mapping[Config, Sequence[Measurement]]) -> dict[Config, str]:

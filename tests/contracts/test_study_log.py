@@ -285,6 +285,7 @@ def test_reading_a_study_writes_nothing_and_reclaims_nothing(open_log, storage_u
     assert snapshot() == before
 
 
+@pytest.mark.slow  # waits out a storage's patience, seconds
 def test_a_measurement_the_storage_will_not_take_is_kept_and_stored_on_the_next_open(
     breakable, study_name, tmp_path, monkeypatch
 ) -> None:
@@ -312,6 +313,7 @@ def test_a_measurement_the_storage_will_not_take_is_kept_and_stored_on_the_next_
     assert len(breakable.log(study_name, spill_beside=out).history().searches) == 2
 
 
+@pytest.mark.slow  # waits out a storage's patience, seconds
 def test_a_trial_left_running_by_a_failing_storage_is_ended_by_the_next_open(
     breakable, study_name, tmp_path, monkeypatch
 ) -> None:

@@ -186,6 +186,7 @@ def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, 
     assert all(t.state.name == "COMPLETE" or t.user_attrs.get("duplicate") for t in trials)
 
 
+@pytest.mark.slow  # waits out a storage's patience, seconds
 def test_a_sqlite_file_held_locked_is_waited_for_with_a_line(tmp_path, monkeypatch):
     monkeypatch.setattr(faults, "TICK_S", 1.0)
     url = f"sqlite:///{tmp_path / 'studies.db'}"

@@ -253,7 +253,8 @@ class _LocksTheDatabase(SyntheticBackend):
         return super().measure_together(requests)
 
 
-@pytest.mark.parametrize("hold_s", [1.5, pytest.param(12.0, marks=pytest.mark.slow)])
+@pytest.mark.slow  # waits out a lock held for seconds
+@pytest.mark.parametrize("hold_s", [1.5, 12.0])
 def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monkeypatch, hold_s):
     import autoplace.study._faults as faults
 

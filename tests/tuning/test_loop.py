@@ -130,7 +130,13 @@ def test_progress_hears_each_group_before_it_is_measured_and_its_phase(env):
 
 
 def confirmations(backend):
-    return [r for r in backend.measured if r.settings.deviation]
+    """The requests of the confirmation's and the duel's windows (longer than a search's)."""
+    windows = {tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
+    return [
+        r
+        for r in backend.measured
+        if r.settings.fed_time_cap_s in windows or r.settings.time_cap_s in windows
+    ]
 
 
 def test_finalists_are_confirmed_in_two_windows_of_fresh_processes_in_turn_orders_of_their_own(
@@ -143,13 +149,15 @@ def test_finalists_are_confirmed_in_two_windows_of_fresh_processes_in_turn_order
     # the machine's noise from, two windows leave it undecided: a duel follows.)
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.15))
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
-    searched = [r for r in backend.measured if not r.settings.deviation]
+    searched = [r for r in backend.measured if r not in confirmations(backend)]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
     top = [s.config for s in result.per_device_precision[:2]]
     # the search's one group (no reference: nothing was known), then the two windows
     assert backend.groups[:3] == [list(result.space.configs()), top, top[::-1]]
     assert backend.fresh_groups[:2] == [top, top[::-1]]
-    for r in confirmations(backend)[:4]:  # the two windows (then the duel's, longer)
+    first, *later = confirmations(backend)[:4]  # the two windows (then the duel's, longer)
+    assert first.settings.deviation and not any(r.settings.deviation for r in later[1:])
+    for r in [first, *later]:
         assert r.settings.fed_time_cap_s == tuning.CONFIRM_CAP_S  # throughput ranks on it
         # the rest as while searching: the other loop and the transfer glanced at, and
         # no warm-up step: the step loop's glance warms the fed loop
@@ -172,14 +180,10 @@ def test_latency_searches_on_the_step_loop_and_times_the_transfer(env):
     backend = SyntheticBackend()
     run(env, backend, strategy=autoplace.Grid(), objective="latency", confirm=2)
     full = autoplace.MeasureSettings()
+    caps = {tuning.SEARCH_CAP_S, tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
     for r in backend.measured:
         assert r.settings.transfer_cap_s == full.transfer_cap_s  # latency counts it
-        ranked = (
-            {tuning.SEARCH_CAP_S}
-            if not r.settings.deviation
-            else {tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
-        )
-        assert r.settings.time_cap_s in ranked and r.settings.fed_time_cap_s == 0.0
+        assert r.settings.time_cap_s in caps and r.settings.fed_time_cap_s == 0.0
     # both finalists in each window (two, and a duel if they were left undecided)
     assert [len(g) for g in backend.fresh_groups][:2] == [2, 2]
 
@@ -232,7 +236,7 @@ def test_confirmation_overturns_a_lucky_search_draw(env):
     # float32 draws 10% fast in the search only, so the search ranks it first; the
     # confirmation measures it as it is, and bfloat16 wins.
     def lucky(request):
-        search = not request.settings.deviation
+        search = request.settings.fed_time_cap_s == tuning.SEARCH_CAP_S
         return 0.9 if search and request.config.precision == "float32" else 1.0
 
     backend = SyntheticBackend(slowdown=lucky)
@@ -399,6 +403,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_measurement(
     assert backend.measured == []
 
 
+@pytest.mark.slow  # another worker's result arrives after 1.5 s
 def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_path):
     # Another worker holds the only configuration; this one neither measures it again nor
     # ends with "nothing to recommend": it waits for the result, then uses it.
