@@ -155,9 +155,9 @@ class FreshPagesEveryStep:
     @property
     def cause(self) -> str:
         return (
-            "the step's temporary buffers are larger than what the C allocator keeps for "
-            "reuse (glibc returns blocks over 32 MiB to the kernel when freed), so each "
-            "step maps them again and the kernel zeroes every page"
+            "the step's buffers are handed back to the kernel when freed and mapped again "
+            "the next step (glibc's allocator does so for any block over 32 MiB), and the "
+            "kernel zeroes every page it maps"
         )
 
     @property

@@ -109,7 +109,8 @@ class Measurement:
     page_faults_per_step: float | None = None
     #: Resident memory of the measuring process after the timed chunks.
     resident_bytes: int | None = None
-    #: How resident memory grew per step over the later timed chunks (a leak grows it).
+    #: How resident memory grew per step over the later timed chunks, once settled: a leak
+    #: grows it without end (0: it levelled off; ``None``: too few steps to tell).
     resident_growth_per_step: float | None = None
     #: How many other configurations' timed loops took turns with this one's, chunk by
     #: chunk (see ``autoplace.Backend.measure_together``); 0 when measured alone.

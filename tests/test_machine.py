@@ -39,14 +39,24 @@ def test_a_chunk_that_maps_fresh_memory_every_step_counts_its_page_faults():
 
 def test_resident_memory_that_grows_every_step_has_a_slope_of_about_what_it_keeps():
     stats, kept = machine.ChunkStats(), []
-    for _ in range(8):
-        with stats.around(steps=1):
-            m = mmap.mmap(-1, 4 << 20)  # keeps 4 MiB a step, fresh pages: a leak
-            for offset in range(0, 4 << 20, 4096):
-                m[offset] = 1
-            kept.append(m)
+    for _ in range(10):
+        with stats.around(steps=64):
+            for _ in range(64):  # keeps 64 KiB a step, fresh pages: a leak
+                m = mmap.mmap(-1, 64 << 10)
+                for offset in range(0, 64 << 10, 4096):
+                    m[offset] = 1
+                kept.append(m)
     growth = stats.figures()["resident_growth_per_step"]
-    assert growth == pytest.approx(4 << 20, rel=0.25)
+    assert growth == pytest.approx(64 << 10, rel=0.25)
+
+
+def test_memory_a_process_fills_its_caches_with_is_no_leak():
+    # an LSTM's fresh process grew 50 MiB over its first 300 steps, then not at all
+    rising = [(s, (300 << 20) + min(s, 300) * (170 << 10)) for s in range(100, 1700, 100)]
+    assert machine._growth(rising) == 0.0
+    assert machine._growth(rising[:6]) is None  # too few steps to tell
+    leaking = [(s, (300 << 20) + s * (170 << 10)) for s in range(100, 1700, 100)]
+    assert machine._growth(leaking) == pytest.approx(170 << 10)
 
 
 def test_page_faults_per_step_leave_out_the_first_half_of_the_chunks():
