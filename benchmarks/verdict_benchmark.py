@@ -5,9 +5,9 @@ each condition (``idle``; ``busy``: two processes spinning beside it, started an
 by this script):
 
 a. ``--tunes`` tunes with this autoplace, each a fresh ``autoplace tune`` process into a
-   study of its own, and as many with the *baseline* autoplace (the commit before the
-   verdict was made honest: ``--baseline``, run from a git worktree of it), in turns, so
-   that their wall times are paired;
+   study of its own, and ``--baseline-tunes`` with the *baseline* autoplace (the commit
+   before the verdict was made honest: ``--baseline``, run from a git worktree of it),
+   in turns, so that their wall times are paired;
 b. every claim a tune made that its pick is faster than another configuration beyond the
    noise ("a real difference": this autoplace's ``faster`` verdicts against each other
    confirmed finalist; the baseline's ``runner_up`` called ``significant``) is
@@ -205,7 +205,7 @@ def tunes_in_turns(
     load = background_load(2) if condition == "busy" else contextlib.nullcontext()
     with load:
         for n in range(args.tunes):
-            order = [("new", None), ("baseline", old)]
+            order = [("new", None), ("baseline", old)][: 1 if n >= args.baseline_tunes else 2]
             for who, code in order if n % 2 == 0 else order[::-1]:
                 tag = f"{name}-{condition}-{who}-{n}"
                 found = run_tune(code, model, workload, folder, tag)
@@ -270,7 +270,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                         ],
                         "wall_ratio": [
                             n["wall_s"] / b["wall_s"]
-                            for n, b in zip(tunes["new"], tunes["baseline"], strict=True)
+                            for n, b in zip(tunes["new"], tunes["baseline"], strict=False)
+                            if "doc" in n and "doc" in b
                         ],
                         "busy_said": [
                             any(f["kind"] == "busy_machine" for f in t["doc"].get("findings", []))
@@ -293,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workloads", type=lambda s: s.split(","), default=list(WORKLOADS))
     parser.add_argument("--conditions", type=lambda s: s.split(","), default=["idle", "busy"])
     parser.add_argument("--tunes", type=int, default=5)
+    parser.add_argument("--baseline-tunes", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--baseline", default=BASELINE)
