@@ -42,6 +42,10 @@ class MeasureSettings:
     timeout_s: float = 300.0
     #: Configurations XLA predicts to need more bytes than this are not run (``too_big``).
     max_memory: int | None = None
+    #: For loops timed in turns: stop timing a configuration whose time per sample was more
+    #: than this many times the first configuration's (the search's reference) in every one
+    #: of its first four turns, or later (``None``: never; see ``_timing.behind``).
+    stop_behind: float | None = None
     #: Compare a lower precision's first output with float32 on the same inputs.
     deviation: bool = True
     seed: int = 0

@@ -27,9 +27,11 @@ each phase sets them, and turns them into a ``Measurement`` in one place.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import gc
 import os
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -42,6 +44,7 @@ import jax.numpy as jnp
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
+from autoplace.machine import cores
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress
 from autoplace.measuring._run import Run
@@ -52,9 +55,10 @@ from autoplace.measuring._setup import (
     check_fits,
     check_next_state,
     check_precision,
-    compile_step,
+    compile_lowered,
     first_call,
     host_batch,
+    lower_step,
     transfer,
     user_phase,
 )
@@ -79,6 +83,8 @@ from autoplace.workload import (
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+#: At most this many steps compile at once: one per core, up to four.
+_COMPILE_THREADS = max(1, min(4, cores()))
 
 
 class Engine:
@@ -110,6 +116,10 @@ class Engine:
             jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
         self._compiles = 0
         self._cache_hits = 0
+        # Compiles are counted for the process (the timed loops' proof) and per thread (a
+        # group's steps compile side by side, each thread checking its own).
+        self._counting = threading.Lock()
+        self._mine = threading.local()
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         jax.monitoring.register_event_listener(self._on_count)
         self._modules: dict[tuple[str, str], dict[str, tuple[WorkloadInfo, Callable]]] = {}
@@ -119,14 +129,21 @@ class Engine:
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event == _COMPILE_EVENT:
-            self._compiles += 1
+            self._count(compiles=1)
+
+    def _count(self, compiles: int = 0, hits: int = 0) -> None:
+        with self._counting:
+            self._compiles += compiles
+            self._cache_hits += hits
+        mine = self._mine
+        mine.compiles = getattr(mine, "compiles", 0) + compiles
+        mine.hits = getattr(mine, "hits", 0) + hits
 
     def _on_count(self, event: str, **_: Any) -> None:
         # JAX times a persistent-cache hit as a compile too (the hit is said first): it
         # compiled nothing, so it does not count as one; hits are counted on their own.
         if event == _CACHE_HIT_EVENT:
-            self._cache_hits += 1
-            self._compiles -= 1
+            self._count(compiles=-1, hits=1)
 
     @property
     def compiles(self) -> int:
@@ -200,7 +217,18 @@ class Engine:
         for i, r in enumerate(requests):
             if on_progress is not None:
                 on_progress(Progress(i, f"setting up {r.config.label()}"))
-            runs.append(self.prepare(r))
+            runs.append(self._start(r))
+        # Compiled side by side, ahead of any timing (XLA compiles outside Python's lock):
+        # the group's compiles take the longest one's time, not their sum, on several cores.
+        pending = [r for r in runs if r.failure is None and r.lowered is not None]
+        if pending:
+            if on_progress is not None:
+                on_progress(Progress(None, f"compiling {len(pending)} side by side"))
+            self._compile_all(pending)
+        for i, run in enumerate(runs):
+            if on_progress is not None and run.failure is None:
+                on_progress(Progress(i, f"first call of {run.request.config.label()}"))
+            self._finish_set_up(run)
         loop = requests[0].settings
 
         def turn(n: int) -> None:
@@ -216,10 +244,29 @@ class Engine:
         """Phases 1-6 for one configuration: a run ready to be timed (its chunks, by
         :meth:`Run.warm` and :meth:`Run.chunk`), or a failed one. ``fresh_process``: it is
         the only configuration this process measures (a fresh worker's)."""
-        run = self._prepare(request)
+        run = self._start(request)
+        if run.failure is None and run.lowered is not None:
+            self._compile_all([run])
+        self._finish_set_up(run)
         run.fresh_process = fresh_process
-        run.compiles_before_timing = self._compiles
         return run
+
+    def _compile_all(self, runs: Sequence[Run]) -> None:
+        """Compile the runs' lowered steps, side by side in threads when there are several
+        (a failure is the run's own)."""
+
+        def one(run: Run) -> None:
+            try:
+                self._compile(run)
+            except ConfigFailure as failure:
+                run.failure = failure
+
+        if len(runs) == 1:
+            one(runs[0])
+            return
+        with concurrent.futures.ThreadPoolExecutor(min(len(runs), _COMPILE_THREADS)) as pool:
+            for done in [pool.submit(one, run) for run in runs]:
+                done.result()  # autoplace's own errors raise here
 
     def finish(
         self, runs: Sequence[Run], together: str | None, others: int | None = None
@@ -260,21 +307,31 @@ class Engine:
             gc.collect()  # a failure's traceback holds its buffers in reference cycles
         return out
 
-    def _prepare(self, request: MeasureRequest) -> Run:
-        """Phases 1-6 for one configuration: a run ready to be timed, or a failed one."""
+    def _start(self, request: MeasureRequest) -> Run:
+        """Phases 1-3 for one configuration: built, batches made and put on the device, its
+        step traced and lowered (or its executable found in the cache); or a failed run."""
         found = self._load(request.model_file, request.sha256)
         info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
         width = request.config.width if request.config.width is not None else info.default_width
         run = Run(request, fn, width, self._device(request.config.device))
         try:
-            self._set_up(run)
+            self._set_up_to_lowering(run)
         except ConfigFailure as failure:
             run.failure = failure
         return run
 
-    def _set_up(self, run: Run) -> None:
-        """Build, transfer, compile, check it fits, first call: each phase's figures go
-        into the run as it ends."""
+    def _finish_set_up(self, run: Run) -> None:
+        """Phases 5-6 once compiled: fits, first call; the run is then ready to be timed."""
+        if run.failure is None:
+            try:
+                self._set_up_after_compile(run)
+            except ConfigFailure as failure:
+                run.failure = failure
+        run.workload = run.lowered = None
+        run.compiles_before_timing = self._compiles
+
+    def _set_up_to_lowering(self, run: Run) -> None:
+        """Build, batches, transfer, trace and lower: each phase's figures go into the run."""
         request, device, path = run.request, run.device, Path(run.request.model_file)
         s, config = request.settings, request.config
         workload, run.build_s, run.build_cached = self._build(
@@ -285,7 +342,23 @@ class Engine:
         state, batch, run.transfer_s, run.timing_s = transfer(
             workload, host[0], device, s.transfer_cap_s, path
         )
-        executable = self._compile(run, workload, state, batch)
+        run.workload, run.host, run.state, run.batch = workload, host, state, batch
+        key = _executable_key(run.request, run.width, run.request.config.precision)
+        executable = self._executables.get(key)
+        run.compile_cached = executable is not None
+        if executable is None:
+            run.lowered = lower_step(workload, state, batch, path)
+        else:
+            self._executables.move_to_end(key)
+            self._use(run, executable)
+
+    def _set_up_after_compile(self, run: Run) -> None:
+        """Check it fits, first call: each phase's figures go into the run as it ends."""
+        request, device, path = run.request, run.device, Path(run.request.model_file)
+        s, config = request.settings, request.config
+        workload, host, state, batch = run.workload, run.host, run.state, run.batch
+        executable = run.executable
+        assert executable is not None and workload is not None
         check_precision(workload.state, host[0], executable.compute_dtypes, config.precision, path)
         check_fits(executable, device, s.max_memory)
         # What the state looks like, for the check of the next state (the call donates it).
@@ -305,7 +378,7 @@ class Engine:
             own = after - in_use + resident  # type: ignore[operator]
             run.peak_bytes, run.peak_bytes_source = own, "measured"
         run.first_out = jax.device_get(out) if s.deviation else None
-        run.compiled, run.host, run.batch = executable.compiled, host, batch
+        run.compiled = executable.compiled
         run.train = workload.kind == "train"
         run.state, run.out = (out if run.train else state), out
 
@@ -327,33 +400,28 @@ class Engine:
         self._built.move_to_end(key)
         return (*self._built[key], cached)
 
-    def _compile(self, run: Run, workload: Workload, state: Any, batch: Any) -> Executable:
-        """The step compiled for this run's configuration, with the figures of its compile.
-
-        Compiled executables are cached (least recently used out): measuring the same
-        configuration again (a confirmation, a re-measurement) reuses the executable
-        and reports the figures of the compile that made it, with ``compile_cached``.
+    def _compile(self, run: Run) -> None:
+        """XLA compiles the run's lowered step (phases 4-5; any thread), and the executable
+        is kept: measuring the same configuration again (a reference, a re-measurement)
+        reuses it and reports the figures of the compile that made it (``compile_cached``).
         """
+        assert run.lowered is not None
+        executable = compile_lowered(
+            run.lowered,
+            Path(run.request.model_file),
+            lambda: getattr(self._mine, "compiles", 0),
+            (lambda: getattr(self._mine, "hits", 0)) if self._cache_dir is not None else None,
+        )
         key = _executable_key(run.request, run.width, run.request.config.precision)
-        executable = self._executables.get(key)
-        run.compile_cached = executable is not None
-        if executable is None:
-            path = Path(run.request.model_file)
-            executable = compile_step(
-                workload,
-                state,
-                batch,
-                path,
-                lambda: self._compiles,
-                (lambda: self._cache_hits) if self._cache_dir is not None else None,
-            )
+        with self._counting:
             self._executables[key] = executable
             while len(self._executables) > 16:
                 self._executables.popitem(last=False)
-        self._executables.move_to_end(key)
+        self._use(run, executable)
+
+    def _use(self, run: Run, executable: Executable) -> None:
         run.executable = executable
         run.peak_bytes, run.peak_bytes_source = executable.predicted_bytes, "predicted"
-        return executable
 
     def _time(
         self,
@@ -375,6 +443,7 @@ class Engine:
                     settings,
                     cap,
                     on_turn,
+                    [r.request.config.batch_size for r in live] if live[0] is runs[0] else None,
                 )
             except ConfigFailure:
                 continue  # the failing run marked itself

@@ -60,6 +60,9 @@ class Run:
     out: Any = None
     train: bool = False
     first_out: Any = None
+    #: Between set-up phases: the built workload and its lowered step (then dropped).
+    workload: Any = None
+    lowered: Any = None
     #: What the machine and this process did over the run's own chunks.
     stats: ChunkStats = dataclasses.field(default_factory=ChunkStats)
     #: Whether the run is the only one its process measures (a fresh worker's).

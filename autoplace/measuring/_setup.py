@@ -161,22 +161,17 @@ def transfer(
         return state, batch, transfer_s, time.perf_counter() - t
 
 
-def compile_step(
-    workload: Workload,
-    state: Any,
-    batch: Any,
-    path: Path,
-    compiles: Callable[[], int],
-    cache_hits: Callable[[], int] | None = None,
-) -> Executable:
-    """Phases 3-5: the step traced and lowered, compiled, and XLA's analyses of it.
+@dataclasses.dataclass(frozen=True)
+class Lowered:
+    """A step traced and lowered (phase 3), ready for XLA to compile."""
 
-    ``compiles()`` counts the compiles XLA has done (a load from the persistent cache does
-    not count): one must happen here, or the step came from a persistent compilation cache.
-    ``cache_hits()`` counts loads from the cache the engine keeps for a tune (``None``: it
-    keeps none): a load from it is reported as such (:attr:`Executable.cache`), never as a
-    fast compile; a load from any other cache (the model file turned JAX's on) is refused.
-    """
+    lowered: Any
+    lower_s: float
+    compute_dtypes: tuple[str, ...]
+
+
+def lower_step(workload: Workload, state: Any, batch: Any, path: Path) -> Lowered:
+    """Phase 3: the step traced to a jaxpr and lowered to StableHLO, timed."""
     train = workload.kind == "train"
 
     def step(state: Any, batch: Any) -> Any:
@@ -190,12 +185,30 @@ def compile_step(
     with user_phase("tracing and lowering the step", path):
         lowered = jitted.trace(state, batch).lower()
     lower_s = time.perf_counter() - t
-    dtypes = compute_dtypes(lowered.as_text())
+    return Lowered(lowered, lower_s, compute_dtypes(lowered.as_text()))
+
+
+def compile_lowered(
+    lowered: Lowered,
+    path: Path,
+    compiles: Callable[[], int],
+    cache_hits: Callable[[], int] | None = None,
+) -> Executable:
+    """Phases 4-5: XLA compiles the lowered step, and its analyses of the program.
+
+    ``compiles()`` counts the compiles XLA has done in this thread (a load from the
+    persistent cache does not count): one must happen here, or the step came from a
+    persistent compilation cache. ``cache_hits()`` counts loads from the cache the engine
+    keeps for a tune (``None``: it keeps none): a load from it is reported as such
+    (:attr:`Executable.cache`), never as a fast compile; a load from any other cache (the
+    model file turned JAX's on) is refused. Safe to call from several threads at once (XLA
+    compiles outside Python's lock): the engine compiles a group's steps side by side.
+    """
     compiles_before = compiles()
     hits_before = cache_hits() if cache_hits is not None else 0
     t = time.perf_counter()
     with user_phase("compiling the step", path):
-        compiled = lowered.compile()
+        compiled = lowered.lowered.compile()
     compile_s = time.perf_counter() - t
     if compiles() == compiles_before:
         if cache_hits is None or cache_hits() == hits_before:
@@ -210,13 +223,25 @@ def compile_step(
         cache = "off" if cache_hits is None else "miss"
     return Executable(
         compiled=compiled,
-        lower_s=lower_s,
+        lower_s=lowered.lower_s,
         compile_s=compile_s,
-        compute_dtypes=dtypes,
+        compute_dtypes=lowered.compute_dtypes,
         flops=flops_of(compiled),
         predicted_bytes=predicted_bytes(compiled),
         cache=cache,
     )
+
+
+def compile_step(
+    workload: Workload,
+    state: Any,
+    batch: Any,
+    path: Path,
+    compiles: Callable[[], int],
+    cache_hits: Callable[[], int] | None = None,
+) -> Executable:
+    """Phases 3-5 in one: :func:`lower_step`, then :func:`compile_lowered`."""
+    return compile_lowered(lower_step(workload, state, batch, path), path, compiles, cache_hits)
 
 
 def check_fits(executable: Executable, device: Any, max_memory: int | None) -> None:

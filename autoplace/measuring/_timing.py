@@ -74,6 +74,7 @@ def time_interleaved(
     settings: MeasureSettings,
     cap_s: float,
     on_turn: Callable[[int], None] | None = None,
+    batch_sizes: Sequence[int] | None = None,
 ) -> list[list[float]]:
     """:func:`time_steps` for several loops at once, their chunks taking turns (A B C A B C).
 
@@ -105,27 +106,62 @@ def time_interleaved(
     samples: list[list[float]] = [[] for _ in run_chunks]
     if all(_chunk_sizes(g, settings, alone)[1] == 1 for g in per_step_guesses):
         samples = [[g] for g in per_step_guesses]
+    stopped: set[int] = set()
     start = time.perf_counter()
+
+    def live() -> list[list[float]]:
+        return [taken for i, taken in enumerate(samples) if i not in stopped]
 
     def enough(n: int) -> bool:
         if n == 0:
             return False
-        if n >= settings.min_samples and _settled(samples, settings.target_spread):
+        if n >= settings.min_samples and _settled(live(), settings.target_spread):
             return True
         return n >= settings.max_samples or (
-            n >= 3 and time.perf_counter() - start >= cap_s * len(run_chunks)
+            n >= 3 and time.perf_counter() - start >= cap_s * len(live())
         )
 
     while not enough(len(samples[0])):
         if on_turn is not None:
             on_turn(len(samples[0]))
-        for run, guess, taken in zip(run_chunks, per_step_guesses, samples, strict=True):
+        for i, (run, guess, taken) in enumerate(
+            zip(run_chunks, per_step_guesses, samples, strict=True)
+        ):
+            if i in stopped:
+                continue
             per_step = float(np.median(taken)) if taken else guess
             untimed, k = _chunk_sizes(per_step, settings, alone)
             if untimed:
                 run(untimed)
             taken.append(run(k) / k)
+        if settings.stop_behind is not None and batch_sizes is not None:
+            stopped |= behind(samples, batch_sizes, settings.stop_behind) - {0}
+            if len(stopped) == len(samples) - 1:
+                break  # the reference alone: nothing left to compare it with
     return samples
+
+
+#: Turns a loop is timed before it may be stopped as clearly behind the reference: if its
+#: time per sample were in truth at ``stop_behind`` times the reference's, every one of
+#: four turns would be over it with probability 1/16 (a sign test, one-sided): the rule's
+#: error rate, at most, on a loop it stops (docs/search.md).
+STOP_AFTER_TURNS = 4
+
+
+def behind(
+    samples: Sequence[Sequence[float]], batch_sizes: Sequence[int], factor: float
+) -> set[int]:
+    """The loops clearly behind the first (the reference): timed :data:`STOP_AFTER_TURNS`
+    turns at least, and in every turn more than ``factor`` times the reference's time per
+    sample in that turn (turn by turn, so drift cancels)."""
+    reference = [t / batch_sizes[0] for t in samples[0]]
+    out = set()
+    for i, taken in enumerate(samples[1:], start=1):
+        if len(taken) < STOP_AFTER_TURNS or len(taken) > len(reference):
+            continue
+        if all(t / batch_sizes[i] > factor * r for t, r in zip(taken, reference, strict=False)):
+            out.add(i)
+    return out
 
 
 def _chunk_sizes(per_step: float, settings: MeasureSettings, alone: bool) -> tuple[int, int]:

@@ -32,6 +32,7 @@ from autoplace.tuning._margin import (
     Noise,
     Scored,
     compare,
+    could_decide,
     pooled_noise,
 )
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
@@ -85,6 +86,7 @@ __all__ = [
     "compare",
     "confirmation_window",
     "corrected_scores",
+    "could_decide",
     "duel",
     "explain",
     "fill_fit",

@@ -119,6 +119,38 @@ def pooled_noise(windows: Effects | None, prior: Effects | None) -> Noise:
     )
 
 
+def search_noise(searches: Effects, windows: Effects | None) -> Noise:
+    """The noise of the search's figures as a prediction of what fresh processes show: the
+    spread, over the confirmed finalists, of their search score against their windows'
+    (centred: the two fits' scales differ), pooled with the search's own residual; never
+    below what the windows showed, nor the floor.
+
+    A search measurement is one short window in a worker shared with other configurations,
+    so it is noisier than a confirmation's windows and can be biased by what ran before it
+    in its process: how far the finalists' search figures strayed from their windows' is
+    the honest measure of it (the search's own residual is usually nil: one reference a
+    group links its groups in a tree)."""
+    common = [k for k in windows.keys if k in searches] if windows is not None else []
+    parts: list[tuple[float, int]] = []
+    if len(common) >= 2:
+        d = [math.log(searches.score(k)) - math.log(windows.score(k)) for k in common]  # type: ignore[union-attr]
+        mean = sum(d) / len(d)
+        parts.append((sum((x - mean) ** 2 for x in d) / (len(d) - 1), len(d) - 1))
+    if searches.variance is not None:
+        parts.append((searches.variance, min(searches.df, PRIOR_DF)))
+    floor = pooled_noise(windows, None) if windows is not None and windows.keys else None
+    df = sum(n for _, n in parts)
+    if not df:
+        return floor or Noise(NOISE_FLOOR, 1.0)
+    sigma = math.sqrt(sum(v * n for v, n in parts) / df)
+    return Noise(
+        sigma=max(sigma, floor.sigma if floor else NOISE_FLOOR),
+        df=float(df),
+        windows_sigma=None if floor is None else floor.windows_sigma,
+        prior_sigma=math.sqrt(parts[0][0]) if parts else None,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Comparison:
     """How many times better one configuration scores than another, and whether that holds.
@@ -261,6 +293,22 @@ def compare(
         windows=windows,
         basis=basis,
     )
+
+
+def could_decide(c: Comparison, noise: Noise) -> bool:
+    """Whether one more window shared by the two could settle an undecided comparison: if
+    its estimate held, the interval it would then have (narrower by one window's share, and
+    by Student's t over one more degree of freedom) would lie wholly on one side of 1, or
+    wholly within ``1 ± EQUIVALENT``. A duel that cannot settle anything is not run: on a
+    noisy machine it would cost a window and leave them as undecided as before."""
+    if c.windows < 1 or c.low <= 0:
+        return True
+    estimate = math.log(c.ratio)
+    half = (math.log(c.high) - math.log(c.low)) / 2
+    narrower = math.sqrt(c.windows / (c.windows + 1))
+    narrower *= t_quantile(1 - ALPHA / 2, noise.df + 1) / t_quantile(1 - ALPHA / 2, noise.df)
+    after = half * narrower
+    return abs(estimate) > after or abs(estimate) + after <= math.log1p(EQUIVALENT)
 
 
 def _signs(

@@ -28,6 +28,11 @@ from autoplace.study import StoredPhase
 SEARCH_CAP_S = 0.2
 CONFIRM_CAP_S = 0.25
 DUEL_CAP_S = 0.5
+#: While searching for throughput, a configuration whose every one of its first four turns
+#: takes more than this many times the group's reference's time per sample stops being
+#: timed: it is 20% behind the best so far, further than any finalist may be
+#: (:data:`~._verdict.CONFIRM_REACH`), and its time goes to the others.
+STOP_BEHIND = 1.25
 
 
 class Phase(enum.Enum):
@@ -72,8 +77,11 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         warmup_steps=min(settings.warmup_steps, 1 if objective.loop == "step" else 0),
     )
     confirming = dataclasses.replace(quick, deviation=settings.deviation)
+    searching = dataclasses.replace(
+        quick, stop_behind=STOP_BEHIND if objective.name == "throughput" else None
+    )
     return {
-        Phase.SEARCH: ranking(quick, SEARCH_CAP_S),
+        Phase.SEARCH: ranking(searching, SEARCH_CAP_S),
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
         Phase.REMEDY: ranking(quick, CONFIRM_CAP_S),

@@ -39,7 +39,9 @@ from autoplace.tuning._margin import (
     Noise,
     Scored,
     compare,
+    could_decide,
     pooled_noise,
+    search_noise,
     window_scores,
 )
 from autoplace.tuning._remedy import Remedy, remedy_of
@@ -222,7 +224,7 @@ def standing(
         ranked=tuple(ranked),
         comparisons=comparisons,
         noise=noise,
-        search_noise=pooled_noise(searches, windows) if searches.keys else None,
+        search_noise=search_noise(searches, windows) if searches.keys else None,
         windows=len({m.interleave_id for ms in kept.values() for m in ms}),
         ended=ended_arms(figures, space) if space is not None else {},
         inaccurate=inaccurate,
@@ -302,9 +304,7 @@ def _rank(
     else:
         ranked, comparisons = list(searched), {}
     if ranked and ranked[0].config in searches:
-        # (one reference a group links the search's groups in a tree, which leaves its fit
-        # no residual: the windows lend the degrees of freedom they have)
-        pick, noise_s = ranked[0], pooled_noise(searches, windows)
+        pick, noise_s = ranked[0], search_noise(searches, windows)
         # Every other searched configuration is compared on the search's figures; the
         # correction for several comparisons counts the near contenders only (within
         # CONFIRM_REACH of the pick's search score, or three of its noises on a noisy
@@ -413,14 +413,18 @@ def confirmation_window(
 def duel(now: Standing) -> list[Config]:
     """The pick and the confirmed finalists it could not be told apart from (closest first,
     at most :data:`MAX_GROUP` of them), to be timed in one more, longer window, when the
-    confirmation windows left them undecided. None once the pick has had more than
-    :data:`MIN_WINDOWS` windows (its duel), or when nothing is undecided."""
+    confirmation windows left them undecided and one more window could settle it
+    (:func:`._margin.could_decide`). None once the pick has had more than
+    :data:`MIN_WINDOWS` windows (its duel), or when nothing undecided could be settled."""
     best = now.best
     if best is None or not best.confirmed or len(best.rounds) > MIN_WINDOWS:
         return []
-    undecided = [s.config for s, c in now.equivalent if s.confirmed and c.verdict == "undecided"][
-        :MAX_GROUP
-    ]
+    assert now.noise is not None
+    undecided = [
+        s.config
+        for s, c in now.equivalent
+        if s.confirmed and c.verdict == "undecided" and could_decide(c, now.noise)
+    ][:MAX_GROUP]
     if not undecided:
         return []
     return in_turn_order([best.config, *undecided], len(best.rounds))

@@ -873,3 +873,35 @@ def test_a_compile_served_from_the_persistent_cache_is_refused(
         jax.config.update("jax_compilation_cache_dir", None)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
         compilation_cache.reset_cache()
+
+
+def test_a_groups_steps_compile_side_by_side_before_any_timing(
+    inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each compile in a thread of its own (XLA compiles outside Python's lock), all of them
+    # before the first timed chunk; each reports its own, real compile.
+    import threading
+
+    import autoplace.measuring._engine as engine_module
+    from autoplace.machine import cores
+
+    threads, real = [], engine_module.compile_lowered
+
+    def recording(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "compile_lowered", recording)
+    inproc.engine.forget_executables()
+    reqs = [request(model("tiny_mlp"), "mlp", batch_size=b) for b in (3, 5, 7)]
+    heard: list = []
+    results = inproc.measure_together(reqs, heard.append)
+    assert [m.status for m in results] == ["ok"] * 3
+    assert all(m.compile_cached is False and m.compile_s > 0 for m in results)
+    assert all(m.timing_compiles == 0 for m in results)
+    assert len(threads) == 3
+    if cores() > 1:
+        assert len(set(threads)) > 1 and threading.get_ident() not in threads
+    said = [p.what for p in heard]
+    compiling = said.index("compiling 3 side by side")
+    assert compiling < min(i for i, w in enumerate(said) if "turn" in w)

@@ -112,3 +112,16 @@ def test_a_comparison_reads_as_a_ratio_with_its_interval():
     assert "cannot be told apart" in tuning.Comparison(1.02, 0.95, 1.09, "undecided", 2,
                                                        "windows").sentence("x")  # fmt: skip
     assert c.margin == pytest.approx(0.5234) and c.significant
+
+
+def test_a_duel_runs_only_where_one_more_window_could_settle_it():
+    noise = tuning.Noise(0.05, 6.0)
+    # 8% ahead, interval 0.99-1.18 over two windows: one more could narrow it past 1
+    near = tuning.Comparison(1.08, 0.99, 1.18, "undecided", 2, "windows in fresh processes")
+    assert tuning.could_decide(near, noise)
+    # 1% ahead, interval 0.80-1.25: no window could settle it, either way
+    hopeless = tuning.Comparison(1.01, 0.80, 1.25, "undecided", 2, "windows in fresh processes")
+    assert not tuning.could_decide(hopeless, noise)
+    # nearly equal and narrow: one more window could show them equal within 2%
+    equalish = tuning.Comparison(1.002, 0.985, 1.02, "undecided", 3, "windows in fresh processes")
+    assert tuning.could_decide(equalish, noise)

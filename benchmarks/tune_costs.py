@@ -1,0 +1,174 @@
+"""Where each second of a tune goes: start-up, compile, the search's timed loops, the
+confirmation's windows, the duel, the remedy, and the rest, from the study's own figures.
+
+For each workload, ``--tunes`` tunes of each code tree given (this one, and any commit,
+run from a git worktree of it), in turns, each a fresh ``autoplace tune`` process into a
+study of its own; then, from each study's trials (every measurement keeps its phase, its
+compile, its timed loops' seconds, its worker's start-up and its wall time):
+
+* ``start-up``: the worker processes' starts (the shared worker's, and the fresh ones'
+  of each window);
+* ``compile``: XLA's compiles that were not a cache's (lowering included);
+* ``search``, ``confirm``, ``duel``, ``remedy``: the timed loops of each phase;
+* ``other``: the tune's wall time less all of those (imports, the study's storage, the
+  set-up of each measurement: builds, batches, first calls, the float32 comparison).
+
+Run from the repository root:
+
+    python benchmarks/tune_costs.py --workloads mlp --trees HEAD,b7b2dfe --tunes 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from results_file import write_results
+
+import autoplace
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = {
+    "mlp": ("studies/mnist_mlp.py", "mlp"),
+    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
+    "vgg": ("studies/vgg_predict.py", "vgg"),
+    "lstm": ("studies/lstm_classifier.py", "lstm"),
+    "classify": ("studies/single_image.py", "classify"),
+    "encoder": ("benchmarks/curved_workloads.py", "encoder"),
+    "mixer": ("benchmarks/curved_workloads.py", "mixer"),
+}
+PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "other")
+
+
+@contextlib.contextmanager
+def tree(rev: str) -> Iterator[Path | None]:
+    """The code of ``rev``: this tree for ``HEAD`` (as it is, uncommitted changes included),
+    else a git worktree of it (removed afterwards)."""
+    if rev == "HEAD":
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="autoplace-tree-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=ROOT,
+                   check=True, capture_output=True)  # fmt: skip
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT,
+                       capture_output=True)  # fmt: skip
+
+
+def costs(db: Path) -> dict[str, float]:
+    """Seconds by part, from a study's trials (see the module docstring). A confirmation's
+    window where every configuration already had two windows is a duel's."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db}")
+    out = dict.fromkeys(PARTS[:-1], 0.0)
+    windows: dict[str, dict[str, Any]] = {}
+    for summary in storage.get_all_studies():
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        for t in study.trials:
+            m = t.system_attrs.get("autoplace:measurement") or t.user_attrs.get("measurement")
+            if not m:
+                continue
+            if not m.get("compile_cached"):
+                out["compile"] += (m.get("compile_s") or 0.0) + (m.get("lower_s") or 0.0)
+            window = m.get("interleave_id") or f"alone-{t.number}"
+            group = windows.setdefault(
+                window,
+                {"phase": t.user_attrs.get("phase", "search"), "first": t.number, "start": 0.0,
+                 "timing": 0.0, "configs": set()},
+            )  # fmt: skip
+            group["configs"].add(t.user_attrs.get("config"))
+            group["timing"] += m.get("timing_s") or 0.0
+            group["start"] = max(group["start"], m.get("worker_start_s") or 0.0)
+    seen: dict[str, int] = {}
+    for group in sorted(windows.values(), key=lambda g: g["first"]):
+        out["start-up"] += group["start"]
+        phase = group["phase"]
+        if phase == "confirm":
+            if all(seen.get(c, 0) >= 2 for c in group["configs"]):
+                phase = "duel"
+            for c in group["configs"]:
+                seen[c] = seen.get(c, 0) + 1
+        out[phase if phase in out else "search"] += group["timing"]
+    return out
+
+
+def run_tune(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    db, out = folder / f"{tag}.db", folder / f"{tag}.toml"
+    cmd = [sys.executable, "-m", "autoplace", "tune", str(ROOT / model), "--workload", workload,
+           "--storage", f"sqlite:///{db}", "--out", str(out), "--json"]  # fmt: skip
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=folder)
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        return {"tag": tag, "wall_s": wall, "error": (done.stderr or done.stdout)[-400:]}
+    parts = costs(db)
+    parts["other"] = wall - sum(parts.values())
+    return {"tag": tag, "wall_s": wall, "parts": parts}
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    rows = []
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        codes = {rev: stack.enter_context(tree(rev)) for rev in args.trees}
+        for name in args.workloads:
+            model, workload = WORKLOADS[name]
+            found: dict[str, list[dict]] = {rev: [] for rev in args.trees}
+            for n in range(args.tunes):
+                order = list(args.trees) if n % 2 == 0 else list(reversed(args.trees))
+                for rev in order:
+                    tag = f"{name}-{rev}-{n}"
+                    run = run_tune(codes[rev], model, workload, Path(tmp), tag)
+                    found[rev].append(run)
+                    print(f"{tag}: {run['wall_s']:.1f} s "
+                          f"{ {k: round(v, 1) for k, v in run.get('parts', {}).items()} }",
+                          flush=True)  # fmt: skip
+            rows.append({"workload": name, "tunes": found, "median": {
+                rev: {part: statistics.median(r["parts"][part] for r in runs if "parts" in r)
+                      for part in (*PARTS, "wall_s") if part != "wall_s"}
+                | {"wall_s": statistics.median(r["wall_s"] for r in runs)}
+                for rev, runs in found.items() if any("parts" in r for r in runs)}})  # fmt: skip
+    return {"rows": rows}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=lambda s: s.split(","), default=["mlp"])
+    parser.add_argument("--trees", type=lambda s: s.split(","), default=["HEAD"])
+    parser.add_argument("--tunes", type=int, default=3)
+    args = parser.parse_args(argv)
+    started = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    body = bench(args)
+    body["uptime"] = {
+        "start": started,
+        "end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+    }
+    with autoplace.SubprocessBackend() as backend:
+        devices = backend.devices()
+    path = write_results("tune_costs", devices, ROOT / "benchmarks" / "results", body)
+    for row in body["rows"]:
+        for rev, med in row["median"].items():
+            print(f"{row['workload']:9} {rev:10} " + json.dumps({k: round(v, 1) for k, v in
+                                                                med.items()}))  # fmt: skip
+    print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
