@@ -72,6 +72,8 @@ class CannotTellApart:
         searched: configurations only the search measured that it could not be told
             apart from on the search's figures, closest first.
         searched_within: the half-width of the widest interval among those.
+        predicted: batches the search did not measure that the cost model says could be as
+            good, closest first.
     """
 
     pick: str
@@ -80,6 +82,7 @@ class CannotTellApart:
     windows: int
     searched: tuple[str, ...] = ()
     searched_within: float | None = None
+    predicted: tuple[str, ...] = ()
     kind: ClassVar[str] = "cannot_tell_apart"
 
     def text(self) -> str:
@@ -88,8 +91,13 @@ class CannotTellApart:
             parts.append(f"{_some(self.others)}: {_within(self.within)}")
         if self.searched:
             parts.append(
-                f"{'and ' if self.others else ''}on the search's figures alone, "
+                f"{'and ' if parts else ''}on the search's figures alone, "
                 f"{_some(self.searched)} ({_within(self.searched_within)})"
+            )
+        if self.predicted:
+            parts.append(
+                f"{'and ' if parts else ''}as the cost model predicts them (not measured), "
+                f"{_some(self.predicted)}"
             )
         return f"{self.pick}, or any of " + "; ".join(parts)
 

@@ -110,10 +110,14 @@ def build_document(
     if beaten:
         # The pick against every other confirmed finalist, on their windows.
         rec["finalists"] = [_compared(s, c) for s, c in beaten]
-    equals = standing.equivalent
+    equals = [_compared(s, c) for s, c in standing.equivalent] + [
+        {**_named(c), "confirmed": False, "predicted": True, **x.as_dict()}
+        for c, x in standing.predicted_equivalent
+    ]
     if equals:
-        # What the pick could not be told apart from (or is equal to beyond doubt).
-        rec["equivalent"] = [_compared(s, c) for s, c in equals]
+        # What the pick could not be told apart from (or is equal to beyond doubt), then the
+        # batches the search did not measure that the cost model says could be as good.
+        rec["equivalent"] = equals
     doc["alternatives"] = [
         placement(s)
         for d in space.devices
@@ -175,6 +179,11 @@ def placement(s: Scored) -> dict[str, Any]:
             "resident_growth_per_step": m.resident_growth_per_step,
         },
     }
+
+
+def _named(c: Config) -> dict[str, Any]:
+    return {"device": c.device, "batch_size": c.batch_size, "precision": c.precision,
+            "width": c.width}  # fmt: skip
 
 
 def _compared(s: Scored, comparison: Comparison) -> dict[str, Any]:

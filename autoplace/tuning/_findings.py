@@ -45,7 +45,8 @@ def findings(standing: Standing, policy: str = "warn") -> tuple[Finding, ...]:
     equals = standing.equivalent
     confirmed = [(s, c) for s, c in equals if s.confirmed]
     searched = [(s, c) for s, c in equals if not s.confirmed]
-    if equals:
+    surmised = standing.predicted_equivalent
+    if equals or surmised:
         out.append(
             CannotTellApart(
                 pick=best.config.label(),
@@ -54,6 +55,7 @@ def findings(standing: Standing, policy: str = "warn") -> tuple[Finding, ...]:
                 windows=max((c.windows for _, c in confirmed), default=0),
                 searched=tuple(s.config.label() for s, _ in searched),
                 searched_within=max((c.noise for _, c in searched), default=None),
+                predicted=tuple(c.label() for c, _ in surmised),
             )
         )
     m = best.measurement

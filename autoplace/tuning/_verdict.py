@@ -42,8 +42,10 @@ from autoplace.tuning._margin import (
     could_decide,
     pooled_noise,
     search_noise,
+    t_quantile,
     window_scores,
 )
+from autoplace.tuning._predict import compare_predicted, predicted
 from autoplace.tuning._remedy import Remedy, remedy_of
 from autoplace.tuning._space import Arm, Space, arm_of
 from autoplace.tuning._strategies import MAX_GROUP
@@ -91,6 +93,9 @@ class Standing:
             on (the confirmation windows, else the search) were timed.
         remedy: what the best setting timed against the pick as it is did (see
             :mod:`._remedy`), when the pick mapped fresh memory every step.
+        predicted: the pick against the batches the search did not measure that the cost
+            model speaks for (:mod:`._predict`): never a real difference, only what the pick
+            could not be told apart from.
     """
 
     objective: Objective
@@ -107,6 +112,7 @@ class Standing:
     unconfirmed: Mapping[Config, str] = dataclasses.field(default_factory=dict)
     interference: Interference | None = None
     remedy: Remedy | None = None
+    predicted: Mapping[Config, Comparison] = dataclasses.field(default_factory=dict)
 
     @property
     def best(self) -> Scored | None:
@@ -142,13 +148,23 @@ class Standing:
     def equivalent(self) -> list[tuple[Scored, Comparison]]:
         """The configurations the pick could not be told apart from (their ratio's interval
         holds 1) or is equal to beyond doubt, closest first: confirmed finalists first,
-        then search figures."""
+        then the search's near contenders (:func:`near_reach`) on its figures."""
         told = ("equal", "undecided")
         found = [sc for sc in self._compared(True) if sc[1].verdict in told]
         found.sort(key=lambda sc: sc[1].ratio)
-        rest = [sc for sc in self._compared(False) if sc[1].verdict in told]
+        reach = near_reach(self.search_noise) if self.search_noise else CONFIRM_REACH
+        rest = [
+            sc for sc in self._compared(False) if sc[1].verdict in told and sc[1].ratio <= 1 + reach
+        ]
         rest.sort(key=lambda sc: sc[1].ratio)
         return found + rest
+
+    @property
+    def predicted_equivalent(self) -> list[tuple[Config, Comparison]]:
+        """The batches the search did not measure that the cost model says could be as good
+        as the pick (their predicted ratio's interval holds 1), closest first."""
+        found = [(c, x) for c, x in self.predicted.items() if x.verdict == "undecided"]
+        return sorted(found, key=lambda cx: cx[1].ratio)
 
     @property
     def failed(self) -> list[Measurement]:
@@ -216,6 +232,7 @@ def standing(
         if accurate(c)  # type: ignore[arg-type]
     ]
     ranked, comparisons = _rank(objective, confirmed, searched, windows, noise, searches)
+    surmised = _predicted(objective, ranked, figures, estimates, space, searches, windows)
     return Standing(
         objective=objective,
         figures=figures,
@@ -232,6 +249,7 @@ def standing(
         interference=Interference.of([m for ms in kept.values() for m in ms])
         or Interference.of(m for _, m in history.searches),
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
+        predicted=surmised,
     )
 
 
@@ -309,7 +327,7 @@ def _rank(
         # correction for several comparisons counts the near contenders only (within
         # CONFIRM_REACH of the pick's search score, or three of its noises on a noisy
         # machine): the rest trail it clearly, and are compared only to say by how much.
-        reach = max(CONFIRM_REACH, math.expm1(3 * noise_s.sigma))
+        reach = near_reach(noise_s)
         mine = searches.score(pick.config)
         others = [s for s in rest if s is not pick and s.config in searches]
         near = [s for s in others if objective.gain(mine, searches.score(s.config)) <= reach]
@@ -324,6 +342,38 @@ def _rank(
                 basis="search figures",
             )
     return ranked, comparisons
+
+
+def _predicted(
+    objective: Objective,
+    ranked: Sequence[Scored],
+    figures: Mapping[Config, Measurement],
+    estimates: Mapping[Config, float | None],
+    space: Space | None,
+    searches: Effects,
+    windows: Effects,
+) -> dict[Config, Comparison]:
+    """The pick against each batch the cost model predicts (see :mod:`._predict`), on the
+    search's scale and noise."""
+    if not ranked or space is None or ranked[0].config not in searches:
+        return {}
+    found = predicted(figures, estimates, space, objective)
+    if not found:
+        return {}
+    mine, noise = searches.score(ranked[0].config), search_noise(searches, windows)
+    near = {c: x for c, x in found.items() if objective.gain(mine, x) <= near_reach(noise)}
+    return {c: compare_predicted(objective, mine, x, noise, len(near)) for c, x in near.items()}
+
+
+def near_reach(noise: Noise) -> float:
+    """How far behind the pick, on the search's figures, a configuration may be and still
+    count as a near contender: ``CONFIRM_REACH``, or, on a noisy machine, the half-width of
+    the 95% interval of one difference of two search figures (Student's t over the noise's
+    degrees of freedom: the less known the noise, the further). Only near contenders are
+    listed as what the pick could not be told apart from, and counted in the correction for
+    several comparisons."""
+    half = t_quantile(0.975, noise.df) * noise.sigma * math.sqrt(2)
+    return max(CONFIRM_REACH, math.expm1(half))
 
 
 def _a_hair(c: Comparison) -> bool:

@@ -36,7 +36,8 @@ def test_a_loop_clearly_behind_stops_being_timed_and_the_others_go_on():
         batch_sizes=[8, 8, 8],
     )  # fmt: skip
     assert len(samples[1]) == STOP_AFTER_TURNS  # stopped: 3x the reference's time per sample
-    assert len(samples[0]) == len(samples[2]) == settings.max_samples
+    # the others until their ratios settle (at once, here: no noise), as without it
+    assert len(samples[0]) == len(samples[2]) == settings.min_samples
     assert samples[1][0] == pytest.approx(3e-3)
 
 
@@ -44,8 +45,8 @@ def test_without_a_rule_or_batch_sizes_no_loop_stops():
     settings = MeasureSettings(min_samples=6, max_samples=8, target_spread=0.0, settle_s=0.0)
     samples = time_interleaved([_loop(1e-3), _loop(3e-3)], [1e-3, 3e-3], settings, 5.0,
                                batch_sizes=[8, 8])  # fmt: skip
-    assert [len(s) for s in samples] == [8, 8]
+    assert [len(s) for s in samples] == [6, 6]
     ruled = MeasureSettings(min_samples=6, max_samples=8, target_spread=0.0, settle_s=0.0,
                             stop_behind=1.25)  # fmt: skip
     samples = time_interleaved([_loop(1e-3), _loop(3e-3)], [1e-3, 3e-3], ruled, 5.0)
-    assert [len(s) for s in samples] == [8, 8]
+    assert [len(s) for s in samples] == [6, 6]

@@ -120,10 +120,21 @@ def test_a_larger_lead_not_told_apart_goes_to_the_faster_and_lists_the_other():
 
 
 @pytest.mark.parametrize("windows", [2, 3])
-def test_an_undecided_pick_gets_one_duel_window(windows):
-    rows = confirmed_pair(0.0100, 0.0094, 0.10)
+def test_an_undecided_pick_gets_one_duel_window_where_it_could_settle_it(windows):
+    # 10% ahead, each window moving by 2%: two windows leave it undecided (one degree of
+    # freedom of their own); one more could settle it, so it gets one, and only one
+    rows = confirmed_pair(0.0100, 0.0090, 0.02)
     rows = {c: r[:windows] for c, r in rows.items()}
     now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
-    assert now.closest[1].verdict == "undecided"
-    expected = [] if windows > tuning.MIN_WINDOWS else [now.best.config, now.closest[0].config]
-    assert sorted(tuning.duel(now)) == sorted(expected)
+    if windows == tuning.MIN_WINDOWS:
+        assert now.closest[1].verdict == "undecided"
+        assert sorted(tuning.duel(now)) == sorted([now.best.config, now.closest[0].config])
+    else:
+        assert tuning.duel(now) == []
+
+
+def test_no_duel_where_one_more_window_could_not_settle_anything():
+    # 6% ahead, each window moving by 10%: a third window would leave them as undecided
+    rows = {c: r[:2] for c, r in confirmed_pair(0.0100, 0.0094, 0.10).items()}
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    assert now.closest[1].verdict == "undecided" and tuning.duel(now) == []
