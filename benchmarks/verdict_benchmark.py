@@ -280,6 +280,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
                 print(json.dumps(summarize(rows[-1:])), flush=True)
+                if args.partial is not None:  # what was measured survives an interrupted run
+                    args.partial.write_text(json.dumps({"rows": rows}, indent=1, default=str))
     return {
         "rows": rows,
         "summary": summarize(rows),
@@ -298,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument(
+        "--partial", type=Path, default=None, help="rewrite the rows so far here after each"
+    )
     args = parser.parse_args(argv)
     started = uptime()
     body = bench(args)
