@@ -23,16 +23,18 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and editors
     from autoplace.errors import (
         AutoplaceError,
         BadInputError,
+        BusyMachineError,
         ConfigFileError,
         ModelFileError,
         NoAnswerError,
+        OutputError,
         StorageError,
         StorageFaultError,
         WorkerError,
     )
     from autoplace.measurement import Measurement
     from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
-    from autoplace.recommending import Recommendation, recommend
+    from autoplace.recommending import Recommendation, RecommendRequest, recommend
     from autoplace.settings import MeasureRequest, MeasureSettings
     from autoplace.tuning import (
         Climb,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and editors
         Space,
         Strategy,
         TrialEvent,
+        TuneRequest,
         TuneResult,
         explain,
         make_objective,
@@ -56,16 +59,18 @@ _HOMES = {
     "autoplace.errors": (
         "AutoplaceError",
         "BadInputError",
+        "BusyMachineError",
         "ConfigFileError",
         "ModelFileError",
         "NoAnswerError",
+        "OutputError",
         "StorageError",
         "StorageFaultError",
         "WorkerError",
     ),
     "autoplace.measurement": ("Measurement",),
     "autoplace.measuring": ("Backend", "InProcessBackend", "SubprocessBackend", "measure"),
-    "autoplace.recommending": ("Recommendation", "recommend"),
+    "autoplace.recommending": ("RecommendRequest", "Recommendation", "recommend"),
     "autoplace.settings": ("MeasureRequest", "MeasureSettings"),
     "autoplace.tuning": (
         "Climb",
@@ -75,6 +80,7 @@ _HOMES = {
         "Space",
         "Strategy",
         "TrialEvent",
+        "TuneRequest",
         "TuneResult",
         "explain",
         "make_objective",
@@ -89,6 +95,7 @@ __all__ = [
     "AutoplaceError",
     "Backend",
     "BadInputError",
+    "BusyMachineError",
     "Climb",
     "Config",
     "ConfigFileError",
@@ -102,6 +109,8 @@ __all__ = [
     "ModelFileError",
     "NoAnswerError",
     "Objective",
+    "OutputError",
+    "RecommendRequest",
     "Recommendation",
     "Space",
     "StorageError",
@@ -109,6 +118,7 @@ __all__ = [
     "Strategy",
     "SubprocessBackend",
     "TrialEvent",
+    "TuneRequest",
     "TuneResult",
     "WorkerError",
     "Workload",

@@ -48,10 +48,6 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
-#: A deviation of 100% is an output as far from float32's as float32's is from zero.
-MOST_DEVIATION = 1.0
-
-
 def _named(option: str, value: str | None) -> str | None:
     """An option that names something (``--study``): refused when given empty."""
     if value is not None and not value.strip():
@@ -289,14 +285,13 @@ def tune(
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""
     from autoplace.settings import MeasureSettings
-    from autoplace.study import default_url, normalize_url, refuse_foreign_tables
-    from autoplace.tuning import strategy_named
+    from autoplace.tuning import TuneRequest, strategy_named
     from autoplace.tuning import tune as run_tune
-    from autoplace.units import parse_fraction, parse_ints, parse_list, parse_size
+    from autoplace.units import MOST_DEVIATION, parse_fraction, parse_ints, parse_list, parse_size
 
     with handle_errors():
-        refuse_foreign_tables(normalize_url(storage) if storage else default_url())
-        options = dict(
+        request = TuneRequest(
+            model_file,
             workload=workload,
             devices=parse_list(devices, "--devices") if devices is not None else None,
             batch_sizes=parse_ints(batch_sizes, "batch sizes") if batch_sizes is not None else None,
@@ -309,7 +304,7 @@ def tune(
             trials=trials,
             timeout=timeout,
             storage=storage,
-            study=_named("--study", study),
+            study=study,
             out=out,
             max_memory=parse_size(max_memory) if max_memory else None,
             max_deviation=parse_fraction(max_deviation, "--max-deviation", MOST_DEVIATION),
@@ -322,14 +317,13 @@ def tune(
             quiet_wait=quiet_wait,
         )
         if as_json:
-            result = run_tune(model_file, **options)
+            result = run_tune(request)
         else:
             from autoplace.report import tune_progress
 
             with tune_progress(trials) as progress:
                 result = run_tune(
-                    model_file,
-                    **options,
+                    request,
                     on_trial=progress.trial,
                     on_group=progress.group,
                     on_wait=progress.wait,
@@ -482,8 +476,9 @@ def recommend(
     """Where to run, at what batch and precision: from the cache in ms, a study, or one tune."""
     import warnings
 
+    from autoplace.recommending import RecommendRequest
     from autoplace.recommending import recommend as run_recommend
-    from autoplace.units import parse_fraction, parse_ints
+    from autoplace.units import MOST_DEVIATION, parse_fraction, parse_ints
 
     if output_format not in (None, "env"):
         _fail(f"--format must be env, got {output_format!r} (or use --json)", 2)
@@ -492,9 +487,7 @@ def recommend(
     with handle_errors(), warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         margin = parse_fraction(memory_margin, "--memory-margin")
-        if max_age is not None and max_age < 0:
-            raise BadInputError(f"--max-age must be 0 or more seconds, got {max_age:g}")
-        found = run_recommend(
+        request = RecommendRequest(
             model_file,
             workload,
             objective=objective,
@@ -512,7 +505,9 @@ def recommend(
             if max_deviation
             else None,
             max_age=max_age,
-            on_wait=lambda line: typer.echo(f"autoplace: {line}", err=True),
+        )
+        found = run_recommend(
+            request, on_wait=lambda line: typer.echo(f"autoplace: {line}", err=True)
         )
     for warning in said:
         typer.echo(str(warning.message), err=True)

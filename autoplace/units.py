@@ -29,6 +29,11 @@ def parse_size(text: str) -> int:
     return value
 
 
+#: The largest deviation from float32's output a limit may allow: 100% is an output as far
+#: from float32's as float32's is from zero (past it, nothing is left out).
+MOST_DEVIATION = 1.0
+
+
 def parse_fraction(text: str, what: str, at_most: float | None = None) -> float | None:
     """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None`` (no limit); over ``at_most``
     is refused."""

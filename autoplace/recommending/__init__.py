@@ -11,11 +11,13 @@ from autoplace.recommending._cache import ENV, Cache, CacheWarning, default_dir
 from autoplace.recommending._listing import listed
 from autoplace.recommending._recommend import recommend
 from autoplace.recommending._recommendation import Recommendation, Source
+from autoplace.recommending._request import RecommendRequest
 
 __all__ = [
     "ENV",
     "Cache",
     "CacheWarning",
+    "RecommendRequest",
     "Recommendation",
     "Source",
     "default_dir",

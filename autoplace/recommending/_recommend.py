@@ -13,86 +13,67 @@ import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from autoplace import fingerprint
 from autoplace._host import lock_dir
 from autoplace.config import Config, parse_precision
-from autoplace.errors import BadInputError, NoAnswerError
+from autoplace.errors import NoAnswerError
 from autoplace.recommending._cache import Cache
 from autoplace.recommending._key import Key, hardware, software
 from autoplace.recommending._machine import machine_devices
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
+from autoplace.recommending._request import RecommendRequest
 from autoplace.workload import ModelFile
 
-OnMiss = Literal["tune", "fallback", "raise"]
-OnStale = Literal["use", "retune", "raise"]
-OnBusy = Literal["wait", "fallback"]
 #: The batch size of the safest fallback (capped by ``max_batch_size``).
 FALLBACK_BATCH = 32
 
 
 def recommend(
-    model_file: str | Path,
+    request: RecommendRequest | str | Path,
     workload: str | None = None,
+    /,
     *,
-    objective: str = "throughput",
-    steps: int | None = None,
-    samples: int | None = None,
-    epochs: int | None = None,
-    widths: Sequence[int] | None = None,
-    storage: str | None = None,
-    study: str | None = None,
-    on_miss: OnMiss = "tune",
-    on_stale: OnStale = "use",
-    on_busy: OnBusy = "wait",
-    wait_s: float = 1800.0,
-    max_batch_size: int | None = None,
-    memory_margin: float = 0.1,
-    max_deviation: float | None = None,
-    max_age: float | dt.timedelta | None = None,
-    fallback: Config | Mapping[str, Any] | None = None,
-    cache_dir: str | Path | None = None,
     backend: Any = None,
-    tune_options: Mapping[str, Any] | None = None,
     on_wait: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> Recommendation:
-    """Where ``model_file``'s workload should run, at what batch size and precision.
+    """Where a model file's workload should run, at what batch size and precision.
 
-    Looks in this machine's cache (``cache_dir``, else ``$AUTOPLACE_CACHE``, else the
-    user's cache directory), then in ``storage`` (a study another machine with the same
-    hardware filled; default: the study database beside the cache), then acts on
-    ``on_miss``: ``"tune"`` runs :func:`autoplace.tune` with its default budget and caches
-    the answer, ``"fallback"`` returns ``fallback`` (or the safest: the first device,
-    float32, batch 32) marked ``source="fallback"``, ``"raise"`` raises
-    :class:`~autoplace.NoAnswerError` naming the command that fills the cache. An answer
-    measured under other jax/jaxlib versions, or older than ``max_age`` (seconds or a
-    timedelta), is stale: ``on_stale`` says whether to use it (marked with
+    ``request`` is a :class:`RecommendRequest`, or a model file whose ``workload`` and
+    ``options`` build one: ``recommend("model.py", "mlp", max_batch_size=256)`` is
+    ``recommend(RecommendRequest("model.py", "mlp", max_batch_size=256))``.
+
+    Looks in this machine's cache, then in the request's ``storage`` (a study another
+    machine with the same hardware filled; default: the study database beside the
+    cache), then acts on ``on_miss``: ``"tune"`` runs :func:`autoplace.tune` with its
+    default budget and caches the answer, ``"fallback"`` returns the fallback marked
+    ``source="fallback"``, ``"raise"`` raises :class:`~autoplace.NoAnswerError` naming
+    the command that fills the cache. An answer measured under other jax/jaxlib versions,
+    or older than ``max_age``, is stale: ``on_stale`` says whether to use it (marked with
     ``stale_reason``), tune again, or raise. Another model file, workload, objective or
-    hardware is a miss.
-
-    The caller's limits pick among the measured configurations, without measuring: a
-    batch at most ``max_batch_size``; a measured peak that leaves ``memory_margin`` of
-    the device's memory free; output within ``max_deviation`` of float32's (default:
-    not checked). The result's ``limits`` say how each was applied.
+    hardware is a miss. The caller's limits pick among the measured configurations,
+    without measuring; the result's ``limits`` say how each was applied.
 
     When several processes look up one key at once on a machine, one tunes; the others
-    wait for its answer (``on_busy="wait"``, at most ``wait_s`` seconds, then the
-    fallback) or take the fallback at once (``on_busy="fallback"``). ``on_wait`` hears
-    (a line) when this process waits. ``tune_options`` go to :func:`autoplace.tune`
-    (``trials``, ``timeout``, ``devices``, ``batch_sizes``, ...); ``backend`` is for tests.
+    wait for its answer or take the fallback (``on_busy``). ``on_wait`` hears (a line)
+    when this process waits: for another process's tune, or for the storage. ``backend``
+    measures a tune (default: a worker process of its own).
     """
-    _check(on_miss, on_stale, on_busy, memory_margin, max_batch_size, max_deviation, wait_s)
-    if max_age is not None and _seconds_of(max_age) < 0:
-        raise BadInputError(f"max_age must be 0 or more seconds, got {_seconds_of(max_age):g}")
-    run = _run_length(objective, steps, samples, epochs)
-    mf = ModelFile.at(model_file)
-    if storage is not None:  # another program's SQLite file is never made a study storage
+    if isinstance(request, RecommendRequest):
+        if options or workload is not None:
+            raise TypeError("recommend(RecommendRequest, ...) takes no workload or options")
+    else:
+        request = RecommendRequest(request, workload, **options)
+    r = request
+    mf = ModelFile.at(r.model_file)
+    if r.storage is not None:  # another program's SQLite file is never made a study storage
         from autoplace.study import normalize_url, refuse_foreign_tables
 
-        refuse_foreign_tables(normalize_url(storage))
-    cache = Cache(cache_dir)
+        refuse_foreign_tables(normalize_url(r.storage))
+    cache = Cache(r.cache_dir)
     devices = machine_devices(cache, backend)
     key = Key(
         hardware=hardware(devices),
@@ -100,49 +81,38 @@ def recommend(
         workload={
             "path": str(mf.path),
             "sha256": mf.sha256,
-            "name": workload,
-            "widths": sorted(widths) if widths else None,
+            "name": r.workload,
+            "widths": sorted(r.widths) if r.widths else None,
         },
-        objective={"name": objective, **run},
+        objective={"name": r.objective, **r.run},
     )
-    lookup = _Lookup(
-        key,
-        cache,
-        devices,
-        limits={
-            "max_batch_size": max_batch_size,
-            "memory_margin": memory_margin,
-            "max_deviation": max_deviation,
-        },
-        max_age=None if max_age is None else _seconds_of(max_age),
-        fallback=fallback,
-    )
+    lookup = _Lookup(key, cache, devices, limits=r.limits, max_age=r.max_age_s, fallback=r.fallback)
     found = lookup.cached()
     if found is not None and found.exact:
         return found
-    url = storage or _beside(cache)
+    url = r.storage or _beside(cache)
     # A team's study (``storage``) may hold an answer for newer software than the cache;
     # the study beside the cache is this machine's own, consulted only on a miss.
-    if storage is not None or (found is None and (cache.root / "studies.db").exists()):
-        shared = lookup.stored(url, study)
+    if r.storage is not None or (found is None and (cache.root / "studies.db").exists()):
+        shared = lookup.stored(url, r.study)
         if shared is not None:
             return shared
     if found is not None:  # stale: by software or age
-        if on_stale == "use":
+        if r.on_stale == "use":
             return found
-        if on_stale == "raise":
+        if r.on_stale == "raise":
             raise NoAnswerError(
                 f"the cached answer for {mf.path} is stale ({found.stale_reason}): "
                 f"{_fill_command(key)}, or pass on_stale='use'"
             )
-    elif on_miss == "raise":
+    elif r.on_miss == "raise":
         raise NoAnswerError(
             f"no answer for {mf.path} on this machine ({lookup.why_missed}): "
             f"{_fill_command(key)} to fill the cache"
         )
-    elif on_miss == "fallback":
+    elif r.on_miss == "fallback":
         return lookup.fallback(lookup.why_missed)
-    return _tune_once(lookup, url, on_busy, wait_s, backend, tune_options, on_wait)
+    return _tune_once(lookup, url, r, backend, on_wait)
 
 
 class _Lookup:
@@ -293,16 +263,15 @@ class _Lookup:
 def _tune_once(
     lookup: _Lookup,
     url: str | None,
-    on_busy: OnBusy,
-    wait_s: float,
+    request: RecommendRequest,
     backend: Any,
-    tune_options: Mapping[str, Any] | None,
     on_wait: Callable[[str], None] | None,
 ) -> Recommendation:
     """Tune, unless another process on this machine is tuning this key: then wait for its
     answer (at most ``wait_s``) or take the fallback, as ``on_busy`` says."""
     from filelock import FileLock, Timeout
 
+    on_busy, wait_s = request.on_busy, request.wait_s
     lock = FileLock(lock_dir() / f"recommend-{lookup.key.slot}.lock")
     try:
         lock.acquire(timeout=0)
@@ -319,18 +288,12 @@ def _tune_once(
         found = lookup.cached()  # the process that held the lock may have filled it
         if found is not None and found.exact:
             return found
-        from autoplace.tuning import tune
+        from autoplace.tuning import TuneRequest, tune
 
         path = lookup.key.workload["path"]
-        options = {
-            **_tune_arguments(lookup.key),
-            "storage": url,
-            "backend": backend,
-            "on_wait": on_wait,
-            "out": None,
-            **(tune_options or {}),
-        }
-        result = tune(path, **options)
+        options = {**_tune_arguments(lookup.key), "storage": url, "out": None}
+        request = TuneRequest(path, **{**options, **(request.tune_options or {})})
+        result = tune(request, backend=backend, on_wait=on_wait)
         if result.answer is None:
             raise NoAnswerError(
                 f"the tune of {path} ended without a configuration that runs "
@@ -354,48 +317,6 @@ def asked_widths(answer: Mapping[str, Any], key: Key) -> list[int | None]:
         return [wl["default_width"]]
     searched = wl.get("widths") or [None]
     return list(searched) if len(searched) == 1 else [None]
-
-
-def _run_length(
-    objective: str, steps: int | None, samples: int | None, epochs: int | None
-) -> dict[str, Any]:
-    """The objective's run length as a study records it (the name and the run length
-    checked by :func:`~autoplace.objectives.make_objective`)."""
-    from autoplace.objectives import make_objective
-
-    return dict(make_objective(objective, steps=steps, samples=samples, epochs=epochs).run)
-
-
-def _check(
-    on_miss: str,
-    on_stale: str,
-    on_busy: str,
-    memory_margin: float,
-    max_batch_size: int | None,
-    max_deviation: float | None,
-    wait_s: float,
-) -> None:
-    for name, value, allowed in (
-        ("on_miss", on_miss, ("tune", "fallback", "raise")),
-        ("on_stale", on_stale, ("use", "retune", "raise")),
-        ("on_busy", on_busy, ("wait", "fallback")),
-    ):
-        if value not in allowed:
-            raise BadInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    if not 0.0 <= memory_margin < 1.0:
-        raise BadInputError(f"memory_margin is a fraction of memory in [0, 1), got {memory_margin}")
-    if max_batch_size is not None and max_batch_size < 1:
-        raise BadInputError(f"max_batch_size must be at least 1, got {max_batch_size}")
-    if max_deviation is not None and not 0 < max_deviation <= 1:
-        raise BadInputError(
-            f"max_deviation is a fraction of float32's output in (0, 1], got {max_deviation}"
-        )
-    if wait_s < 0:
-        raise BadInputError(f"wait_s must be 0 or more seconds, got {wait_s}")
-
-
-def _seconds_of(age: float | dt.timedelta) -> float:
-    return age.total_seconds() if isinstance(age, dt.timedelta) else float(age)
 
 
 def _beside(cache: Cache) -> str | None:

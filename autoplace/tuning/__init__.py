@@ -38,6 +38,7 @@ from autoplace.tuning._margin import (
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, strategy_named
 from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Phase, phase_settings
 from autoplace.tuning._quiet import BUSY_POLICIES, QUIET_WAIT_S, BusyPolicy, await_quiet
+from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
@@ -79,6 +80,7 @@ __all__ = [
     "Strategy",
     "StudyView",
     "TrialEvent",
+    "TuneRequest",
     "TuneResult",
     "await_quiet",
     "build_document",

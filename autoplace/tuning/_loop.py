@@ -38,8 +38,7 @@ from autoplace._atomic import check_writable
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
 from autoplace.errors import StorageError
-from autoplace.explaining import Explanation, explain_standing
-from autoplace.explaining._plots import throughput_figure
+from autoplace.explaining import Explanation, explain_standing, throughput_figure
 from autoplace.findings import as_dict as finding_dict
 from autoplace.measurement import Measurement
 from autoplace.measuring import (
@@ -49,7 +48,7 @@ from autoplace.measuring import (
     resolve_workload,
     timing_lock,
 )
-from autoplace.objectives import Objective, make_objective
+from autoplace.objectives import Objective
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.study import (
     History,
@@ -61,16 +60,17 @@ from autoplace.study import (
     mask_url,
     normalize_url,
     open_storage,
+    refuse_foreign_tables,
 )
 from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
-from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._findings import findings
-from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space, check_positive
+from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
 from autoplace.tuning._phases import Phase, phase_settings
-from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet, check_policy
+from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet
 from autoplace.tuning._remedy import candidates, remedy_window
+from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import Strategy
@@ -86,8 +86,6 @@ from autoplace.workload import ModelFile, WorkloadInfo
 _NO_LIMIT = 2**40
 #: How often a worker with nothing left but others' measurements in flight looks again.
 PENDING_POLL_S = 1.0
-#: Options that must be positive when given.
-_BOUNDS = ("--trials", "--timeout", "--max-memory", "--max-deviation")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,71 +104,50 @@ class _Budget:
 
 
 def tune(
-    model_file: str | Path,
+    request: TuneRequest | str | Path,
+    /,
     *,
-    workload: str | None = None,
-    devices: Sequence[str] | None = None,
-    batch_sizes: Sequence[int] | None = None,
-    precisions: Sequence[str] | None = None,
-    widths: Sequence[int] | None = None,
-    objective: str | Objective = "throughput",
-    steps: int | None = None,
-    samples: int | None = None,
-    epochs: int | None = None,
-    trials: int | None = None,
-    timeout: float | None = None,
-    storage: str | None = None,
-    study: str | None = None,
-    out: str | Path | None = "autoplace.toml",
-    max_memory: int | None = None,
-    max_deviation: float | None = DEFAULT_MAX_DEVIATION,
-    remeasure: bool = False,
-    confirm: int = 4,
-    strategy: Strategy | None = None,
-    settings: MeasureSettings | None = None,
-    if_busy: BusyPolicy = "warn",
-    quiet_wait: float = QUIET_WAIT_S,
     backend: Backend | None = None,
     on_trial: Callable[[TrialEvent], None] | None = None,
     on_group: Callable[[GroupEvent], None] | None = None,
     on_wait: Callable[[str], None] | None = None,
     on_progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> TuneResult:
-    """Search placements of a model file's workload and write the recommendation to ``out``.
+    """Search placements of a model file's workload and write the recommendation.
 
-    Runs until the strategy has nothing worth measuring and the finalists are
-    judged, or ``trials`` new measurements, or ``timeout`` seconds (a measurement in
-    flight finishes). The search measures quickly (see :mod:`._phases`), each group
+    ``request`` is a :class:`TuneRequest`, or a model file whose ``options`` build one:
+    ``tune("model.py", workload="mlp")`` is ``tune(TuneRequest("model.py", workload="mlp"))``.
+    Runs until the strategy has nothing worth measuring and the finalists are judged, or
+    the request's ``trials`` new measurements, or its ``timeout`` seconds (a measurement
+    in flight finishes). The search measures quickly (see :mod:`._phases`), each group
     with the best configuration so far, and scores every configuration on all those
     groups with the drift between them fitted out (:mod:`._drift`). Then up to
     ``confirm`` finalists are confirmed in windows, each in a fresh process of its own,
-    and the verdict rests on those windows (:mod:`._verdict`). ``if_busy`` says what to
-    do on a busy machine (``warn``, ``wait`` up to ``quiet_wait`` seconds, ``refuse``:
-    :mod:`._quiet`). ``on_group`` hears of each group before it is measured, ``on_trial``
-    of each result, ``on_progress`` (a line) what a measurement is doing now (setting up
-    which configuration, which turn), ``on_wait`` (a line) when the tune waits: for
-    another process timing on the same device (:func:`autoplace.measuring.timing_lock`)
-    or for quiet. A KeyboardInterrupt, wherever it lands, ends the search early: the
-    result has ``interrupted=True``, everything measured is in the study, and the pick so
-    far goes next to ``out`` (see :func:`partial_path`), never over a finished one. See
-    the README for each option.
+    and the verdict rests on those windows (:mod:`._verdict`). ``on_group`` hears of each
+    group before it is measured, ``on_trial`` of each result, ``on_progress`` (a line)
+    what a measurement is doing now (setting up which configuration, which turn),
+    ``on_wait`` (a line) when the tune waits: for the storage, for another process timing
+    on the same device (:func:`autoplace.measuring.timing_lock`) or for quiet.
+    ``backend`` measures (default: a worker process of its own). A KeyboardInterrupt,
+    wherever it lands, ends the search early: the result has ``interrupted=True``,
+    everything measured is in the study, and the pick so far goes next to ``out`` (see
+    :func:`partial_path`), never over a finished one.
     """
-    obj = (
-        objective
-        if isinstance(objective, Objective)
-        else make_objective(objective, steps=steps, samples=samples, epochs=epochs)
-    )
-    for option, value in zip(_BOUNDS, (trials, timeout, max_memory, max_deviation), strict=True):
-        check_positive(option, value)
-    check_positive("--quiet-wait", quiet_wait)
-    if_busy = check_policy(if_busy)
+    if isinstance(request, TuneRequest):
+        if options:
+            raise TypeError(f"tune(TuneRequest, ...) takes no options, got {sorted(options)}")
+    else:
+        request = TuneRequest(request, **options)
+    r = request
+    obj = r.objective_value
+    out = r.out
     if out is not None:  # before any measurement: a late failure would waste them
         check_writable(out, "the recommendation (--out)")
         check_writable(partial_path(out), "the recommendation (--out)")
-    url = normalize_url(storage) if storage else default_url()
-    settings = settings or MeasureSettings()
-    if max_memory is not None:
-        settings = dataclasses.replace(settings, max_memory=max_memory)
+    url = normalize_url(r.storage) if r.storage else default_url()
+    refuse_foreign_tables(url)  # another program's SQLite file is never made a study's
+    settings = r.measure_settings
     with contextlib.ExitStack() as stack:
         if backend is None:
             backend = stack.enter_context(SubprocessBackend())
@@ -178,22 +155,22 @@ def tune(
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             opening = pool.submit(open_storage, url, on_wait=on_wait)
             stack.callback(_close_opened, opening)
-            mf, info = resolve_workload(backend, model_file, workload)
+            mf, info = resolve_workload(backend, r.model_file, r.workload)
             available = backend.devices()
         default_batches = (1,) if obj.name == "latency" else info.batch_sizes or DEFAULT_BATCH_SIZES
         space = build_space(
-            devices,
-            batch_sizes,
-            precisions,
-            widths,
+            r.devices,
+            r.batch_sizes,
+            r.precisions,
+            r.widths,
             available=available,
             declared_widths=info.widths,
             default_width=info.default_width,
             default_batches=default_batches,
-            max_memory=max_memory,
+            max_memory=r.max_memory,
         )
         identity = _identity(mf, info, available, obj, space)
-        name = study or _study_name(identity)
+        name = r.study or _study_name(identity)
         memory = {d.name: d.memory_bytes for d in available}
         log = OptunaStudyLog(
             opening.result(),
@@ -205,7 +182,7 @@ def tune(
             devices=[d.name for d in available],
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
-            since=dt.datetime.now() if remeasure else None,
+            since=dt.datetime.now() if r.remeasure else None,
             batch_sizes=space.batch_sizes,
             widths=[w for w in space.widths if w is not None],
             metric=f"{obj.name} ({obj.unit})",
@@ -219,20 +196,20 @@ def tune(
             requests,
             space,
             obj,
-            strategy or Climb(),
-            confirm,
+            r.strategy or Climb(),
+            r.confirm,
             on_trial,
             on_group,
-            max_deviation,
+            r.max_deviation,
             on_wait,
             on_progress,
-            if_busy,
-            quiet_wait,
+            r.if_busy,
+            r.quiet_wait,
         )
-        final, new_trials, interrupted = loop.run(_Budget(trials, timeout))
+        final, new_trials, interrupted = loop.run(_Budget(r.trials, r.timeout))
 
         def written_up() -> tuple[Explanation, dict[str, Any]]:
-            explanation = _explained(final, space, memory, if_busy)
+            explanation = _explained(final, space, memory, r.if_busy)
             return explanation, build_document(
                 objective=obj,
                 space=space,
@@ -244,7 +221,7 @@ def tune(
                 sw=identity["software"],
                 device_memory=memory,
                 explanation=explanation,
-                if_busy=if_busy,
+                if_busy=r.if_busy,
             )
 
         try:
