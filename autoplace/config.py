@@ -10,6 +10,8 @@ from autoplace.errors import BadInputError
 
 #: The precisions autoplace knows, fastest-to-emulate last.
 PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "float16")
+#: Bytes per element of each precision.
+PRECISION_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 _PRECISION_ALIASES = {
     "fp32": "float32",

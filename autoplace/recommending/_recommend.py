@@ -94,7 +94,7 @@ def recommend(
     # A team's study (``storage``) may hold an answer for newer software than the cache;
     # the study beside the cache is this machine's own, consulted only on a miss.
     if r.storage is not None or (found is None and (cache.root / "studies.db").exists()):
-        shared = lookup.stored(url, r.study)
+        shared = lookup.stored(url, r.study, on_wait)
         if shared is not None:
             return shared
     if found is not None:  # stale: by software or age
@@ -151,7 +151,9 @@ class _Lookup:
             self.cache.damaged(self.path)
             return None
 
-    def stored(self, url: str, study: str | None) -> Recommendation | None:
+    def stored(
+        self, url: str, study: str | None, on_wait: Callable[[str], None] | None = None
+    ) -> Recommendation | None:
         """The answer a finished tune left with a study for this key (exact matches only),
         cached on the way; ``None`` when there is none. Without ``study``, every study of
         this model file, objective and machine is looked at (one per workload and set of
@@ -163,9 +165,9 @@ class _Lookup:
         hw = fingerprint.hardware(list(self.devices))
         suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
         if study is not None:
-            answers = [find_answer(url, name=study, suffix=suffix)]
+            answers = [find_answer(url, name=study, suffix=suffix, on_wait=on_wait)]
         else:
-            answers = list(answers_ending(url, suffix).values())
+            answers = list(answers_ending(url, suffix, on_wait=on_wait).values())
         usable = [
             a for a in answers if a is not None and self._answers_this(a) and not self._too_old(a)
         ]

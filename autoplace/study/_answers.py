@@ -32,10 +32,13 @@ def find_answer(
     return answer if isinstance(answer, dict) else None
 
 
-def answers_ending(url: str, suffix: str) -> dict[str, dict[str, Any]]:
+def answers_ending(
+    url: str, suffix: str, *, on_wait: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
     """The answers kept with every study in the storage at ``url`` whose name ends with
     ``suffix``, by study name (a file's studies of one objective on one machine: one per
-    workload and set of widths searched)."""
+    workload and set of widths searched). A server that is away is waited for as a tune
+    waits (``on_wait`` hears a line)."""
 
     def answers(storage: Any) -> dict[str, dict[str, Any]]:
         found = {}
@@ -47,7 +50,7 @@ def answers_ending(url: str, suffix: str) -> dict[str, dict[str, Any]]:
                     found[study.study_name] = answer
         return found
 
-    with storage_at(url) as storage:
+    with storage_at(url, on_wait=on_wait) as storage:
         return ask_storage(storage, url, answers)
 
 

@@ -52,7 +52,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 
-from autoplace.config import Config
+from autoplace.config import PRECISION_BYTES, Config
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
 from autoplace.tuning._space import Space
@@ -317,14 +317,11 @@ def gaps(view: _View, leader: _Leader) -> Group:
     return _group(view.config(arm, i) for _, i in found if view.free(arm, i))
 
 
-#: Bytes per element of each precision: a precision half as wide holds twice the batch
-#: in the same memory, so its cliffs (caches, memory pressure) come one batch step later.
-_WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def _wider(arm: Arm, other: Arm) -> int:
-    """How many bytes per element wider ``arm``'s precision is than ``other``'s."""
-    return _WIDTH.get(arm[1], 4) - _WIDTH.get(other[1], 4)
+    """How many bytes per element wider ``arm``'s precision is than ``other``'s: a precision
+    half as wide holds twice the batch in the same memory, so its cliffs (caches, memory
+    pressure) come one batch step later."""
+    return PRECISION_BYTES.get(arm[1], 4) - PRECISION_BYTES.get(other[1], 4)
 
 
 def at_anchor(view: _View, leader: _Leader) -> Group:

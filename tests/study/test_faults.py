@@ -336,3 +336,32 @@ def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
     assert not [t for t in trials if t.state.name == "RUNNING"]
     assert len(searched(trials)) == len(set(searched(trials)))  # nothing measured twice
     assert not (tmp_path / "autoplace.unstored.json").exists()  # imported, if any was kept
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_launchers_look_up_waits_out_an_outage_saying_so(
+    server, study_name, tmp_path, monkeypatch
+):
+    """recommend() reads a team's study as patiently as a tune writes it, and says so."""
+    import autoplace
+
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    space = {"batch_sizes": (8, 64), "precisions": ("float32",), "confirm": 1}
+    autoplace.tune(model, storage=server.url, study=study_name, out=None,
+                   backend=SyntheticBackend(), **space)  # fmt: skip
+    heard: list[str] = []
+    back = server.proxy.down_for(3.0)
+    found = autoplace.recommend(
+        model,
+        storage=server.url,
+        study=study_name,
+        on_miss="raise",
+        cache_dir=tmp_path / "cache",
+        backend=SyntheticBackend(),
+        on_wait=heard.append,
+    )
+    back.join()
+    assert found.source == "study" and found.exact
+    assert any(line.startswith("waiting for the storage (") for line in heard), heard
+    assert not any("@" in line for line in heard)  # no credentials in what it says
