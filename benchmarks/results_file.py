@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ def write_results(
     doc = {
         "benchmark": benchmark,
         "date": stamp.isoformat(timespec="seconds"),
-        "command": " ".join(["python", f"benchmarks/{benchmark}_benchmark.py", *sys.argv[1:]]),
+        "command": " ".join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]]),
         "machine": {"hardware": hw, "software": sw, "key": key},
         **body,
     }

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from autoplace.answer import Answer
 from autoplace.recommending._cache import Cache
 
 
@@ -50,17 +51,17 @@ def _damaged(path: Path, why: str) -> dict[str, Any]:
 def _answer_row(path: Path, entry: Any) -> dict[str, Any] | None:
     """The row of a cached answer, or ``None`` when the entry is not one."""
     try:
-        answer, key = entry["answer"], entry.get("key", {})
-        best = answer["candidates"][0]
+        answer, key = Answer.from_dict(entry["answer"]), entry.get("key", {})
+        best = answer.candidates[0]
         return {
             "key": path.stem,
             "model": key["workload"]["path"],
-            "workload": answer["workload"]["name"],
+            "workload": answer.workload.name,
             "objective": key["objective"]["name"],
-            "pick": {k: best[k] for k in ("device", "batch_size", "precision", "width")},
-            "measured": answer.get("created"),
+            "pick": {k: getattr(best, k) for k in ("device", "batch_size", "precision", "width")},
+            "measured": answer.created,
             "software": dict(key.get("software") or {}),
             "source": entry.get("source"),
         }
-    except (AttributeError, IndexError, KeyError, TypeError):
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
         return None

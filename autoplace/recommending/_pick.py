@@ -4,28 +4,29 @@ figures these are checked against, so a look-up honours them without measuring."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from autoplace.answer import Answer, Candidate
 from autoplace.errors import NoAnswerError
 from autoplace.units import size
 
 
 def choose(
-    answer: Mapping[str, Any],
+    answer: Answer,
     *,
     max_batch_size: int | None,
     memory_margin: float,
     max_deviation: float | None,
     widths: Sequence[int | None] = (None,),
-) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+) -> tuple[Candidate, bool, tuple[str, ...]]:
     """The best ranked configuration of ``widths`` (``None``: any) within the limits;
     whether it is the measured winner; and one line per limit saying how it was applied."""
-    memory: Mapping[str, int | None] = answer.get("device_memory") or {}
-    every = list(answer.get("candidates") or [])
+    memory = answer.device_memory
+    every = list(answer.candidates)
     if not every:
         raise NoAnswerError("the answer holds no configuration that ran: tune again")
-    ranked = [c for c in every if None in widths or c["width"] in widths]
+    ranked = [c for c in every if None in widths or c.width in widths]
     if not ranked:
         shown = ", ".join(map(str, widths))
         raise NoAnswerError(
@@ -36,16 +37,14 @@ def choose(
     # tune never compared with float32 is judged by those of its arm that were.
     strays: dict[tuple[Any, ...], float] = {}
     for c in every:
-        arm = (c["device"], c["precision"], c["width"])
-        strays[arm] = max(strays.get(arm, 0.0), c.get("deviation_vs_float32") or 0.0)
+        strays[c.arm] = max(strays.get(c.arm, 0.0), c.deviation_vs_float32 or 0.0)
     passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0}
     for c in ranked:
-        arm = (c["device"], c["precision"], c["width"])
-        if max_batch_size is not None and c["batch_size"] > max_batch_size:
+        if max_batch_size is not None and c.batch_size > max_batch_size:
             dropped["batch"] += 1
-        elif not _fits(c, memory.get(c["device"]), memory_margin):
+        elif not _fits(c, memory.get(c.device), memory_margin):
             dropped["memory"] += 1
-        elif max_deviation is not None and strays[arm] > max_deviation:
+        elif max_deviation is not None and strays[c.arm] > max_deviation:
             dropped["deviation"] += 1
         else:
             passed.append(c)
@@ -56,12 +55,12 @@ def choose(
             "tune with smaller --batch-sizes"
         )
     pick = passed[0]
-    notes = [_memory_note(pick, memory.get(pick["device"]), memory_margin)]
+    notes = [_memory_note(pick, memory.get(pick.device), memory_margin)]
     if ranked[0] is not every[0]:
         notes.append(
-            f"width {pick.get('width')}: the best of the width{'s' if len(widths) > 1 else ''} "
+            f"width {pick.width}: the best of the width{'s' if len(widths) > 1 else ''} "
             f"asked; the study's pick over every width it searched is width "
-            f"{every[0].get('width')}"
+            f"{every[0].width}"
         )
     if dropped["batch"]:
         notes.append(f"batch sizes over {max_batch_size} left out ({dropped['batch']} measured)")
@@ -73,23 +72,23 @@ def choose(
     return pick, pick is every[0], tuple(notes)
 
 
-def _fits(c: Mapping[str, Any], memory: int | None, margin: float) -> bool:
+def _fits(c: Candidate, memory: int | None, margin: float) -> bool:
     """Whether a configuration's measured peak leaves ``margin`` of the device free
     (unknown peak or memory: it cannot be checked, and passes)."""
-    peak = c.get("peak_bytes")
+    peak = c.peak_bytes
     return peak is None or memory is None or peak <= (1.0 - margin) * memory
 
 
-def _memory_note(c: Mapping[str, Any], memory: int | None, margin: float) -> str:
+def _memory_note(c: Candidate, memory: int | None, margin: float) -> str:
     """How the memory margin was checked for the pick, in one line."""
-    peak = c.get("peak_bytes")
+    peak = c.peak_bytes
     if peak is None or memory is None:
         return "memory margin not checked: the peak or the device's memory is unknown"
     free = 1.0 - peak / memory
     how = {"measured": "measured", "predicted": "predicted by XLA"}.get(
-        c.get("peak_bytes_source"), "measured or predicted"
+        c.peak_bytes_source or "", "measured or predicted"
     )
     return (
-        f"peak {size(peak)} {how} at batch {c['batch_size']} leaves {free:.0%} of "
-        f"{c['device']}'s {size(memory)} free (margin asked: {margin:.0%})"
+        f"peak {size(peak)} {how} at batch {c.batch_size} leaves {free:.0%} of "
+        f"{c.device}'s {size(memory)} free (margin asked: {margin:.0%})"
     )

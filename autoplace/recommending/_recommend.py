@@ -17,6 +17,7 @@ from typing import Any
 
 from autoplace import fingerprint
 from autoplace._host import lock_dir
+from autoplace.answer import Answer
 from autoplace.config import Config, parse_precision
 from autoplace.errors import NoAnswerError
 from autoplace.recommending._cache import Cache
@@ -139,14 +140,15 @@ class _Lookup:
         entry = self.cache.read(self.path)
         if entry is None:
             return None
-        held, answer = entry.get("key"), entry.get("answer")
+        held = entry.get("key")
         try:
             miss = self.key.miss(held)  # type: ignore[arg-type]
             if miss is not None:
                 self.why_missed = miss
                 return None
+            answer = Answer.from_dict(entry.get("answer"))
             stale = self.key.stale(held) or self._too_old(answer)  # type: ignore[arg-type]
-            return self.value(answer, "cache", stale)  # type: ignore[arg-type]
+            return self.value(answer, "cache", stale)
         except (AttributeError, KeyError, TypeError, ValueError):
             self.cache.damaged(self.path)
             return None
@@ -165,70 +167,67 @@ class _Lookup:
         hw = fingerprint.hardware(list(self.devices))
         suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
         if study is not None:
-            answers = [find_answer(url, name=study, suffix=suffix, on_wait=on_wait)]
+            found = [find_answer(url, name=study, suffix=suffix, on_wait=on_wait)]
         else:
-            answers = list(answers_ending(url, suffix, on_wait=on_wait).values())
-        usable = [
-            a for a in answers if a is not None and self._answers_this(a) and not self._too_old(a)
-        ]
+            found = list(answers_ending(url, suffix, on_wait=on_wait).values())
+        answers = [a for a in map(_readable, found) if a is not None]
+        usable = [a for a in answers if self._answers_this(a) and not self._too_old(a)]
         if not usable:
             return None
-        answer = max(usable, key=lambda a: (self._exactly(a), str(a.get("created"))))
+        answer = max(usable, key=lambda a: (self._exactly(a), str(a.created)))
         self.save(answer, "study")
         return self.value(answer, "study", None)
 
-    def _exactly(self, answer: Mapping[str, Any]) -> bool:
+    def _exactly(self, answer: Answer) -> bool:
         """Whether ``answer``'s tune searched exactly the widths asked (or, asked none, the
         file's default alone)."""
-        wl = answer.get("workload", {})
-        return sorted(wl.get("widths") or []) == sorted(asked_widths(answer, self.key))
+        asked = asked_widths(answer, self.key)
+        return sorted(answer.workload.widths) == sorted(w for w in asked if w is not None)
 
-    def _answers_this(self, answer: Mapping[str, Any]) -> bool:
+    def _answers_this(self, answer: Answer) -> bool:
         """Whether a study's answer is an exact one for this key: the same file, workload,
         objective and software, and the widths asked among those its tune measured."""
-        wl, mine = answer.get("workload", {}), self.key.workload
+        wl, mine = answer.workload, self.key.workload
         return (
-            answer.get("answer_schema") == self.key.software["answer_schema"]
-            and wl.get("sha256") == mine["sha256"]
-            and (mine["name"] is None or wl.get("name") == mine["name"])
-            and set(asked_widths(answer, self.key)) <= set(wl.get("widths") or [None])
-            and {k: v for k, v in answer.get("objective", {}).items()
-                 if k not in ("direction", "unit")} == dict(self.key.objective)
-            and {k: answer.get("software", {}).get(k) for k in ("jax", "jaxlib")}
+            answer.schema == self.key.software["answer_schema"]
+            and wl.sha256 == mine["sha256"]
+            and (mine["name"] is None or wl.name == mine["name"])
+            and set(asked_widths(answer, self.key)) <= set(wl.widths or [None])
+            and {"name": answer.objective.name, **answer.objective.run} == dict(self.key.objective)
+            and {k: answer.software.get(k) for k in ("jax", "jaxlib")}
             == {k: self.key.software[k] for k in ("jax", "jaxlib")}
-        )  # fmt: skip
-
-    def save(self, answer: Mapping[str, Any], source: Source) -> None:
-        self.cache.write(
-            self.path, {"key": self.key.as_dict(), "source": source, "answer": dict(answer)}
         )
 
-    def value(self, answer: Mapping[str, Any], source: Source, stale: str | None) -> Recommendation:
+    def save(self, answer: Answer, source: Source) -> None:
+        self.cache.write(
+            self.path, {"key": self.key.as_dict(), "source": source, "answer": answer.as_dict()}
+        )
+
+    def value(self, answer: Answer, source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
         pick, winner, notes = choose(answer, **self.limits, widths=asked_widths(answer, self.key))
-        runner = answer.get("closest") or {}
-        objective = answer.get("objective", {})
+        runner = answer.closest if winner else None
         return Recommendation(
-            device=pick["device"],
-            batch_size=pick["batch_size"],
-            precision=pick["precision"],
-            width=pick.get("width"),
+            device=pick.device,
+            batch_size=pick.batch_size,
+            precision=pick.precision,
+            width=pick.width,
             source=source,
             key=self.key.slot,
-            objective=objective.get("name", self.key.objective["name"]),
-            unit=objective.get("unit"),
-            score=pick.get("score"),
-            step_s=pick.get("step_s"),
-            compile_s=pick.get("compile_s"),
-            peak_bytes=pick.get("peak_bytes"),
-            margin=runner.get("margin") if winner else None,
-            noise=runner.get("noise") if winner else None,
-            confirmed=bool(pick.get("confirmed")),
-            measured_at=_when(answer.get("created")),
+            objective=answer.objective.name,
+            unit=answer.objective.unit,
+            score=pick.score,
+            step_s=pick.step_s,
+            compile_s=pick.compile_s,
+            peak_bytes=pick.peak_bytes,
+            margin=runner.margin if runner is not None else None,
+            noise=runner.noise if runner is not None else None,
+            confirmed=pick.confirmed,
+            measured_at=_when(answer.created),
             stale_reason=stale,
-            why=(answer.get("why") or [""])[0] if winner else "",
+            why=(answer.why or ("",))[0] if winner else "",
             limits=notes,
-            study=(answer.get("study") or {}).get("name"),
+            study=answer.study,
         )
 
     def fallback(self, why: str) -> Recommendation:
@@ -252,8 +251,8 @@ class _Lookup:
             stale_reason=why,
         )
 
-    def _too_old(self, answer: Mapping[str, Any]) -> str | None:
-        when = _when(answer.get("created"))
+    def _too_old(self, answer: Answer) -> str | None:
+        when = _when(answer.created)
         if self.max_age is None or when is None:
             return None
         age = (dt.datetime.now(dt.timezone.utc) - when).total_seconds()
@@ -308,17 +307,24 @@ def _tune_once(
         lock.release()
 
 
-def asked_widths(answer: Mapping[str, Any], key: Key) -> list[int | None]:
+def asked_widths(answer: Answer, key: Key) -> list[int | None]:
     """The widths a look-up asks of ``answer``: those in ``key``, else the file's default
     width as the answer records it (an answer from before widths were recorded: the one
     width it searched, which without ``--widths`` was the default)."""
     if key.workload["widths"]:
         return list(key.workload["widths"])
-    wl = answer.get("workload", {})
-    if "default_width" in wl:
-        return [wl["default_width"]]
-    searched = wl.get("widths") or [None]
-    return list(searched) if len(searched) == 1 else [None]
+    wl = answer.workload
+    if wl.default_width is not None:
+        return [wl.default_width]
+    return list(wl.widths) if len(wl.widths) == 1 else [None]
+
+
+def _readable(stored: Any) -> Answer | None:
+    """A study's stored answer as a value; ``None`` for one this autoplace cannot read."""
+    try:
+        return None if stored is None else Answer.from_dict(stored)
+    except ValueError:
+        return None
 
 
 def _beside(cache: Cache) -> str | None:

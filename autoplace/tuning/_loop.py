@@ -236,7 +236,7 @@ def tune(
                     lambda: throughput_figure(explanation, list(final.figures.values())),
                 )
                 answer = build_answer(document, final, explanation.sentences)
-                log.save_answer(answer)
+                log.save_answer(answer.as_dict())
         except KeyboardInterrupt:
             # After the measuring: the study has them all; the pick so far is still written.
             interrupted, answer = True, None

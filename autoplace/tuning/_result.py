@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from autoplace.answer import Answer
 from autoplace.config import Config
 from autoplace.explaining import Explanation
 from autoplace.measurement import Measurement
@@ -54,9 +55,9 @@ class TuneResult:
     document: dict[str, Any]
     #: Why the winner wins: the cost model of each arm and its answers.
     explanation: Explanation | None = None
-    #: The compact answer :func:`autoplace.recommend` caches (see ``_answer``); ``None``
+    #: The compact answer a study keeps and :func:`autoplace.recommend` caches; ``None``
     #: when nothing was recommended or the tune was interrupted.
-    answer: dict[str, Any] | None = None
+    answer: Answer | None = None
 
     @property
     def measurements(self) -> dict[Config, Measurement]:

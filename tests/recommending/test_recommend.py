@@ -131,7 +131,7 @@ def test_another_machine_with_the_same_hardware_answers_through_the_study(
         m.setattr(autoplace.fingerprint.socket, "gethostname", lambda: "another-host")
         result = autoplace.tune(env.model, storage=url, out=None, backend=SyntheticBackend(),
                                 **SPACE)  # fmt: skip
-    assert result.answer["measured_on"] == "another-host"
+    assert result.answer.measured_on == "another-host"
     backend = SyntheticBackend()
     shared = env(storage=url, on_miss="raise", backend=backend)
     assert shared.source == "study" and shared.exact and backend.measured == []

@@ -150,7 +150,7 @@ def test_a_password_is_nowhere_a_tune_writes_stores_returns_or_says(
         assert not list(tmp_path.glob("*.toml"))
         return
     assert "mysql" not in url, "MariaDB's root took a password"
-    shown = json.dumps([result.storage, result.document, result.answer], default=str)
+    shown = json.dumps([result.storage, result.document, result.answer.as_dict()], default=str)
     assert not leaked(shown + _everything(storage_url, study, out), secret)
 
 

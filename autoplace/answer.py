@@ -1,0 +1,198 @@
+"""A tune's answer, compact and typed: what a study keeps and ``autoplace.recommend`` caches.
+
+The recommendation file holds the whole evidence; a launcher needs less, but enough to
+honour its own limits (a batch-size cap, a memory margin, a numeric tolerance) without
+measuring again: the pick with its margin, and every ranked configuration with the
+figures those limits are checked against. :class:`Answer` is that value. It crosses
+three packages (the tuner builds it, a study keeps it, a look-up reads it), and is
+stored as JSON (:meth:`Answer.as_dict`), versioned by
+:data:`autoplace.fingerprint.ANSWER_SCHEMA`; :meth:`Answer.from_dict` reads one back and
+raises :class:`ValueError` on anything that is not one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A ranked configuration, with the figures a caller's limits are checked against."""
+
+    device: str
+    batch_size: int
+    precision: str
+    width: int | None
+    score: float | None
+    confirmed: bool
+    step_s: float | None
+    fed_step_s: float | None
+    #: Lowering plus XLA's compile, in seconds.
+    compile_s: float | None
+    peak_bytes: int | None
+    #: ``measured`` or ``predicted`` (by XLA).
+    peak_bytes_source: str | None
+    deviation_vs_float32: float | None
+
+    @property
+    def arm(self) -> tuple[str, str, int | None]:
+        """Its device, precision and width: what its batch sizes share."""
+        return (self.device, self.precision, self.width)
+
+
+@dataclasses.dataclass(frozen=True)
+class Compared:
+    """A configuration compared with the pick: how many times better the pick is, with
+    the interval and the verdict (see ``autoplace.tuning``'s margin)."""
+
+    device: str
+    batch_size: int
+    precision: str
+    width: int | None
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str | None
+    windows: int | None
+    margin: float | None
+    noise: float | None
+    significant: bool | None
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerWorkload:
+    """What was tuned: the model file (path and content hash), the workload, the widths
+    searched and the file's default width."""
+
+    path: str
+    sha256: str
+    name: str | None
+    widths: tuple[int, ...]
+    default_width: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerObjective:
+    """What "best" meant: the objective's name, direction, unit and run length."""
+
+    name: str
+    direction: str | None
+    unit: str | None
+    run: Mapping[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "direction": self.direction, "unit": self.unit, **self.run}
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """A finished tune's answer (see the module docstring).
+
+    Attributes:
+        schema: the answer schema it was written with.
+        created: when the tune wrote it (ISO 8601, UTC).
+        workload, objective: what was tuned, and for what.
+        hardware: the machine's hardware key (no host name); ``measured_on`` the host.
+        software: jax, jaxlib and the schemas.
+        study, storage: the study's name and its storage (without credentials).
+        device_memory: each device's memory in bytes (``None``: unknown).
+        why: the explanation's first sentences.
+        closest: the pick against its closest configuration; ``equivalent`` those it could
+            not be told apart from.
+        findings: the findings, one line each.
+        candidates: every ranked configuration, best first (the pick first).
+    """
+
+    schema: int
+    created: str | None
+    workload: AnswerWorkload
+    objective: AnswerObjective
+    hardware: Mapping[str, Any]
+    measured_on: str | None
+    software: Mapping[str, Any]
+    study: str | None
+    storage: str | None
+    device_memory: Mapping[str, int | None]
+    why: tuple[str, ...]
+    closest: Compared | None
+    equivalent: tuple[Compared, ...]
+    findings: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form a study attribute and the cache keep."""
+        return {
+            "answer_schema": self.schema,
+            "created": self.created,
+            "workload": {
+                **dataclasses.asdict(self.workload),
+                "widths": list(self.workload.widths),
+            },
+            "objective": self.objective.as_dict(),
+            "hardware": dict(self.hardware),
+            "measured_on": self.measured_on,
+            "software": dict(self.software),
+            "study": {"name": self.study, "storage": self.storage},
+            "device_memory": dict(self.device_memory),
+            "why": list(self.why),
+            "closest": None if self.closest is None else dataclasses.asdict(self.closest),
+            "equivalent": [dataclasses.asdict(e) for e in self.equivalent],
+            "findings": list(self.findings),
+            "candidates": [dataclasses.asdict(c) for c in self.candidates],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Answer:
+        """An answer read back from its JSON form. Raises :class:`ValueError` when ``data``
+        is not one (a damaged cache file, another program's attribute)."""
+        try:
+            wl, obj = data["workload"], dict(data["objective"])
+            study = data.get("study") or {}
+            closest = data.get("closest")
+            return cls(
+                schema=int(data["answer_schema"]),
+                created=data.get("created"),
+                workload=AnswerWorkload(
+                    path=str(wl.get("path", "")),
+                    sha256=str(wl["sha256"]),
+                    name=wl.get("name"),
+                    widths=tuple(wl.get("widths") or ()),
+                    default_width=wl.get("default_width"),
+                ),
+                objective=AnswerObjective(
+                    name=str(obj.pop("name")),
+                    direction=obj.pop("direction", None),
+                    unit=obj.pop("unit", None),
+                    run={k: v for k, v in obj.items() if k != "description"},
+                ),
+                hardware=dict(data.get("hardware") or {}),
+                measured_on=data.get("measured_on"),
+                software=dict(data.get("software") or {}),
+                study=study.get("name"),
+                storage=study.get("storage"),
+                device_memory=dict(data.get("device_memory") or {}),
+                why=tuple(data.get("why") or ()),
+                closest=None if closest is None else _typed(Compared, closest),
+                equivalent=tuple(_typed(Compared, e) for e in data.get("equivalent") or ()),
+                findings=tuple(data.get("findings") or ()),
+                candidates=tuple(_typed(Candidate, c) for c in data["candidates"]),
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an autoplace answer: {exc!r}") from None
+
+
+def _typed(kind: type, data: Mapping[str, Any]) -> Any:
+    """``kind`` from a mapping: its required fields must be there (a batch size that is a
+    whole number); fields it does not know are left out, missing optional ones are
+    ``None``."""
+    values = {f.name: data.get(f.name) for f in dataclasses.fields(kind)}
+    if not isinstance(values["device"], str) or not isinstance(values["precision"], str):
+        raise ValueError(f"a configuration without its device or precision: {dict(data)}")
+    batch = values["batch_size"]
+    if isinstance(batch, bool) or not isinstance(batch, int):
+        raise ValueError(f"a configuration whose batch size is not a whole number: {batch!r}")
+    if "confirmed" in values:
+        values["confirmed"] = bool(values["confirmed"])
+    return kind(**values)
