@@ -54,7 +54,9 @@ def refuse_foreign_tables(url: str) -> None:
         with open(path, "rb") as fh:
             if fh.read(16) != b"SQLite format 3\x00":
                 return  # not SQLite at all: opening the storage says so
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        # A file held locked is not waited for here (silently): opening the storage waits
+        # for it, saying so.
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
         try:
             rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
             tables = {name for (name,) in rows if not name.startswith("sqlite_")}
