@@ -80,6 +80,7 @@ def test_measure_returns_the_configuration_asked_for(case: Case) -> None:
     assert m.fed_step_s > 0 and m.fed_samples_per_s == pytest.approx(8 / m.fed_step_s)
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_measure_together_answers_in_order_with_loops_timed_in_turns(case: Case) -> None:
     requests = [case.good(batch_size=b) for b in (2, 8, 4)]
     results = case.backend.measure_together(requests)

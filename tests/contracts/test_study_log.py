@@ -128,6 +128,7 @@ def breakable(storage_url: str, tmp_path: Path) -> Iterator[Breakable]:
     made.close()
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_new_study_holds_nothing(open_log) -> None:
     history = open_log().history()
     assert history.searches == () and dict(history.confirmed) == {} and not history.pending

@@ -61,6 +61,7 @@ def arm(result, device):
 
 
 @pytest.mark.parametrize("device", ["cpu:0", "cpu:1"])
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_fixed_and_per_sample_costs_within_ten_percent(grid_result, device):
     line = arm(grid_result, device).fed
     assert line.fixed == pytest.approx(1.1 * FIXED[device], rel=0.10)

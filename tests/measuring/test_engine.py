@@ -474,6 +474,7 @@ def test_deviation_can_be_switched_off(inproc: InProcessBackend) -> None:
     assert m.deviation_vs_float32 is None
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_deviation_does_not_depend_on_what_was_measured_before() -> None:
     # The float32 output remembered from a training step must be the first step's,
     # not overwritten by the later (donated) steps of the timed loop.
@@ -494,6 +495,7 @@ def test_deviation_compares_outputs_on_the_same_batch() -> None:
     assert 0.0 < m.deviation_vs_float32 < 0.1
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_deviation_from_a_reused_float32_executable_is_the_same() -> None:
     # With the float32 executable of the configuration in the worker, the reference
     # runs on it instead of compiling the step again; the result must not change.
@@ -517,6 +519,7 @@ def test_measuring_a_training_step_twice_reuses_the_build(inproc: InProcessBacke
     assert second.build_s == first.build_s  # cached: the same build, not a new one
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_measuring_a_configuration_again_reuses_its_executable(inproc: InProcessBackend) -> None:
     settings = dataclasses.replace(FAST, seed=6)
     first = measure(inproc, "tiny_mlp", width=24, batch_size=4, settings=settings)
@@ -667,6 +670,7 @@ def test_out_of_memory_while_building(inproc: InProcessBackend) -> None:
 # --- measuring several configurations together ---------------------------------------------
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_measure_together_times_the_loops_in_turns(inproc: InProcessBackend) -> None:
     reqs = [
         request(model("tiny_mlp"), "mlp", batch_size=4),
@@ -759,6 +763,7 @@ def test_typed_keys_count_as_bytes_and_are_neither_compared_nor_checked_for_nan(
     ],
     ids=["keys in a training state", "keys in an output", "nnx.RNN's RNG stream"],
 )
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_state_holding_typed_prng_keys_is_measured_like_any_other(
     inproc: InProcessBackend, name: str, workload: str
 ) -> None:
@@ -791,6 +796,7 @@ class _FakeGPU:
         return {"peak_bytes_in_use": peak, "bytes_in_use": in_use, "bytes_limit": 10**9}
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_configurations_measured_together_each_get_their_own_peak(
     inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -817,6 +823,7 @@ def test_configurations_measured_together_each_get_their_own_peak(
 # --- the two compile checks, each made to fire by a real compile ----------------------
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_compile_inside_the_timed_loops_fails_the_group_and_is_counted(
     inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -875,6 +882,7 @@ def test_a_compile_served_from_the_persistent_cache_is_refused(
         compilation_cache.reset_cache()
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_groups_steps_compile_side_by_side_before_any_timing(
     inproc: InProcessBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,6 +76,7 @@ def test_a_miss_under_each_policy(env):
     assert not (env.cache / "answers").exists()  # a fallback is never cached
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_stale_by_software_is_used_marked_or_retuned_or_refused(env, monkeypatch):
     import autoplace.recommending._recommend as module
 
@@ -93,6 +94,7 @@ def test_stale_by_software_is_used_marked_or_retuned_or_refused(env, monkeypatch
     assert env(on_miss="raise").exact  # the cache holds the new answer
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_version_edited_in_the_cache_reads_as_stale(env):
     # what a user does to try it: the cached answer's jaxlib is no longer this machine's
     env()
@@ -103,6 +105,7 @@ def test_a_version_edited_in_the_cache_reads_as_stale(env):
     assert stale.source == "cache" and stale.stale_reason.startswith("jaxlib 0.0.1 → ")
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_stale_by_age(env):
     env()
     old = env(max_age=0.0)
@@ -110,6 +113,7 @@ def test_stale_by_age(env):
     assert env(max_age=3600.0).exact
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_changed_model_file_is_a_miss_that_says_so(env):
     env()
     env.model.write_text("# synthetic, edited\n")
@@ -121,6 +125,7 @@ def test_a_changed_model_file_is_a_miss_that_says_so(env):
     assert env().source == "tuned"
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_another_machine_with_the_same_hardware_answers_through_the_study(
     env, tmp_path, monkeypatch
 ):
@@ -175,6 +180,7 @@ def test_limits_pick_among_the_measured_without_measuring(env):
     assert env(max_deviation=0.01, on_miss="raise").precision == "float32"
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_damaged_cache_file_is_ignored_with_a_warning_then_refilled(env):
     env()
     path, _ = entry_of(env.cache)
@@ -187,6 +193,7 @@ def test_a_damaged_cache_file_is_ignored_with_a_warning_then_refilled(env):
     assert "answer" in entry_of(env.cache)[1]
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_cache_file_of_valid_json_but_no_answer_is_ignored_too(env):
     env()
     path, entry = entry_of(env.cache)
@@ -196,6 +203,7 @@ def test_a_cache_file_of_valid_json_but_no_answer_is_ignored_too(env):
         assert env().source == "study"
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_an_unwritable_cache_works_without_caching_and_says_so_once(env, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
@@ -302,6 +310,7 @@ def test_a_cached_look_up_imports_neither_jax_nor_optuna_nor_numpy(env):
     assert done.stdout.split() == ["cache"]
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, capsys):
     from test_cli import run_cli
 
@@ -342,6 +351,7 @@ def _wider_is_faster(request):
     return 2.0 if request.config.width == 64 else 1.0
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
     # tune --widths 64,128 of a file whose default is 64; then recommend with no widths
     # answers for the default (64), --widths 128 for 128, both from that tune's study.

@@ -52,6 +52,7 @@ def tuned(tmp_path_factory):
     return result, write_report(result.out, tmp / "report.html")
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_the_page_is_self_contained(tuned):
     _, page = tuned
     text = page.read_text()
@@ -61,6 +62,7 @@ def test_the_page_is_self_contained(tuned):
     assert text.count("window.Plotly") >= 1
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_the_page_holds_the_sentences_and_every_measurement(tuned):
     result, page = tuned
     text = page.read_text()
@@ -71,6 +73,7 @@ def test_the_page_holds_the_sentences_and_every_measurement(tuned):
     assert body.count('class="winner"') == 1
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_an_unwritable_report_path_is_refused_before_any_work(tmp_path):
     # The source does not even exist: the path is checked first.
     missing = tmp_path / "missing.toml"

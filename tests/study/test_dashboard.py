@@ -18,6 +18,7 @@ def tuned(tmp_path):
     return result, optuna.load_study(study_name=result.study_name, storage=url)
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_the_metric_has_its_unit_and_the_pick_is_recorded(tmp_path):
     result, study = tuned(tmp_path)
     assert study.metric_names == ["throughput (samples/s)"]
@@ -29,6 +30,7 @@ def test_the_metric_has_its_unit_and_the_pick_is_recorded(tmp_path):
     )
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_distributions_are_log_scaled_over_the_space_and_shared_by_every_trial(tmp_path):
     result, study = tuned(tmp_path)
     dists = {repr(t.distributions["batch_size"]) for t in study.trials}
@@ -42,6 +44,7 @@ def test_distributions_are_log_scaled_over_the_space_and_shared_by_every_trial(t
     assert set(importances) >= {"batch_size", "precision"}
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_study_note_and_figure_where_optuna_dashboard_is_installed(tmp_path):
     optuna_dashboard = pytest.importorskip("optuna_dashboard")
     result, study = tuned(tmp_path)

@@ -52,6 +52,7 @@ def searched(trials) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_results_survive_and_resume_without_remeasuring(storage_url, study_name, tmp_path):
     first = SyntheticBackend()
     result = tune(storage_url, study_name, first, tmp_path, trials=5)
@@ -66,6 +67,7 @@ def test_results_survive_and_resume_without_remeasuring(storage_url, study_name,
     assert tune(storage_url, study_name, SyntheticBackend(), tmp_path).new_trials == 0
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_two_workers_share_one_study(storage_url, study_name, tmp_path):
     a, b = SyntheticBackend(), SyntheticBackend()
     tune(storage_url, study_name, a, tmp_path, trials=4)
@@ -101,6 +103,7 @@ def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
         open_storage(f"sqlite:///{bad}")
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_unknown_scheme_and_unreachable_server_are_storage_errors(monkeypatch):
     import autoplace.study._faults as faults
 
@@ -129,6 +132,7 @@ def test_a_study_of_another_model_file_is_refused(storage_url, study_name, tmp_p
     assert "pass another --study" in str(info.value)
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_study_of_other_hardware_or_run_length_is_refused(tmp_path, monkeypatch):
 
     url = f"sqlite:///{tmp_path / 'studies.db'}"

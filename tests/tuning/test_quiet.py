@@ -68,6 +68,7 @@ def test_a_tune_told_to_refuse_a_busy_machine_measures_nothing(tmp_path, monkeyp
     assert backend.measured == []
 
 
+@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_tune_on_a_busy_machine_says_so_in_the_file(tmp_path):
     from synthetic import SyntheticBackend
 
