@@ -88,17 +88,14 @@ class CannotTellApart:
     def text(self) -> str:
         parts = []
         if self.others:
-            parts.append(f"{_some(self.others)}: {_within(self.within)}")
+            parts.append(f"{_some(self.others)} ({_within(self.within)})")
         if self.searched:
             parts.append(
-                f"{'and ' if parts else ''}on the search's figures alone, "
-                f"{_some(self.searched)} ({_within(self.searched_within)})"
+                f"{_some(self.searched)} (on the search's figures alone: "
+                f"{_within(self.searched_within)})"
             )
         if self.predicted:
-            parts.append(
-                f"{'and ' if parts else ''}as the cost model predicts them (not measured), "
-                f"{_some(self.predicted)}"
-            )
+            parts.append(f"{_some(self.predicted)} (predicted by the cost model, not measured)")
         return f"{self.pick}, or any of " + "; ".join(parts)
 
     @property

@@ -377,7 +377,7 @@ def test_show_names_the_finalists_it_cannot_tell_apart(
     assert "run on cpu:0 (cpu), batch 64, float32" in text
     assert "they cannot be told apart here" in text
     assert (
-        "cpu:0 batch=64 float32 width=64, or any of cpu:0 batch=64 bfloat16 width=64: within ±"
+        "cpu:0 batch=64 float32 width=64, or any of cpu:0 batch=64 bfloat16 width=64 (within ±"
         in text
     )
 

@@ -23,10 +23,12 @@ def test_a_busy_machine_says_what_was_seen_and_what_cannot_be_told_apart():
 def test_configurations_it_cannot_tell_apart_keep_confirmed_and_searched_apart():
     found = findings.CannotTellApart("A", ("B", "C"), 0.05, 2, ("D",), 0.30)
     assert found.text() == (
-        "A, or any of B, C: within ±5.0% of each other here; and on the search's figures "
-        "alone, D (within ±30.0% of each other here)"
+        "A, or any of B, C (within ±5.0% of each other here); D (on the search's figures "
+        "alone: within ±30.0% of each other here)"
     )
     assert "2 windows" in found.cause
+    guessed = findings.CannotTellApart("A", (), None, 0, ("D",), 0.3, ("E",))
+    assert guessed.text().endswith("; E (predicted by the cost model, not measured)")
     lots = findings.CannotTellApart("A", tuple("BCDEFG"), 2.5, 2)
     assert "and 2 more" in lots.text() and "too few measurements" in lots.text()
 
