@@ -496,7 +496,7 @@ def recommend(
             epochs=epochs,
             widths=parse_ints(widths, "widths") if widths is not None else None,
             storage=storage,
-            study=_named("--study", study),
+            study=study,
             on_miss=on_miss,  # type: ignore[arg-type]
             on_stale=on_stale,  # type: ignore[arg-type]
             max_batch_size=max_batch_size,

@@ -30,19 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from results_file import write_results
+from tune_runs import WORKLOADS as TUNED
 
 import autoplace
 from autoplace import Config, MeasureRequest, MeasureSettings
 from autoplace.workload import ModelFile
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = {
-    "mlp": ("studies/mnist_mlp.py", "mlp"),
-    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
-    "vgg": ("studies/vgg_predict.py", "vgg"),
-    "lstm": ("studies/lstm_classifier.py", "lstm"),
-    "classify": ("studies/single_image.py", "classify"),
-}
+#: The examples (not the curved workloads).
+WORKLOADS = {k: v for k, v in TUNED.items() if v[0].startswith("studies/")}
 TARGET = 0.15
 
 

@@ -23,48 +23,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from results_file import write_results
+from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 
 import autoplace
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = {
-    "mlp": ("studies/mnist_mlp.py", "mlp"),
-    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
-    "vgg": ("studies/vgg_predict.py", "vgg"),
-    "lstm": ("studies/lstm_classifier.py", "lstm"),
-    "classify": ("studies/single_image.py", "classify"),
-    "encoder": ("benchmarks/curved_workloads.py", "encoder"),
-    "mixer": ("benchmarks/curved_workloads.py", "mixer"),
-}
 PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "other")
-
-
-@contextlib.contextmanager
-def tree(rev: str) -> Iterator[Path | None]:
-    """The code of ``rev``: this tree for ``HEAD`` (as it is, uncommitted changes included),
-    else a git worktree of it (removed afterwards)."""
-    if rev == "HEAD":
-        yield None
-        return
-    folder = Path(tempfile.mkdtemp(prefix="autoplace-tree-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=ROOT,
-                   check=True, capture_output=True)  # fmt: skip
-    try:
-        yield folder
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT,
-                       capture_output=True)  # fmt: skip
 
 
 def costs(db: Path) -> dict[str, float]:
@@ -106,27 +78,20 @@ def costs(db: Path) -> dict[str, float]:
     return out
 
 
-def run_tune(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    db, out = folder / f"{tag}.db", folder / f"{tag}.toml"
-    cmd = [sys.executable, "-m", "autoplace", "tune", str(ROOT / model), "--workload", workload,
-           "--storage", f"sqlite:///{db}", "--out", str(out), "--json"]  # fmt: skip
-    t = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=folder)
-    wall = time.perf_counter() - t
-    if done.returncode != 0:
-        return {"tag": tag, "wall_s": wall, "error": (done.stderr or done.stdout)[-400:]}
-    parts = costs(db)
-    parts["other"] = wall - sum(parts.values())
-    return {"tag": tag, "wall_s": wall, "parts": parts}
+def tune_costs(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
+    """One tune in a fresh process, and where its seconds went."""
+    run = run_tune(code, model, workload, folder, tag)
+    if run.error is not None:
+        return {"tag": tag, "wall_s": run.wall_s, "error": run.error[-400:]}
+    parts = costs(run.db)
+    parts["other"] = run.wall_s - sum(parts.values())
+    return {"tag": tag, "wall_s": run.wall_s, "parts": parts}
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        codes = {rev: stack.enter_context(tree(rev)) for rev in args.trees}
+        codes = {rev: stack.enter_context(code_tree(rev)) for rev in args.trees}
         for name in args.workloads:
             model, workload = WORKLOADS[name]
             found: dict[str, list[dict]] = {rev: [] for rev in args.trees}
@@ -134,7 +99,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 order = list(args.trees) if n % 2 == 0 else list(reversed(args.trees))
                 for rev in order:
                     tag = f"{name}-{rev}-{n}"
-                    run = run_tune(codes[rev], model, workload, Path(tmp), tag)
+                    run = tune_costs(codes[rev], model, workload, Path(tmp), tag)
                     found[rev].append(run)
                     print(f"{tag}: {run['wall_s']:.1f} s "
                           f"{ {k: round(v, 1) for k, v in run.get('parts', {}).items()} }",

@@ -34,7 +34,6 @@ import argparse
 import contextlib
 import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -47,21 +46,12 @@ from typing import Any
 import remeasure
 import tomllib
 from results_file import write_results
+from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 
 import autoplace
 
-ROOT = Path(__file__).resolve().parent.parent
 #: The commit before issue 23 (the verdict that claimed more than it knew).
 BASELINE = "b7b2dfe"
-WORKLOADS = {
-    "mlp": ("studies/mnist_mlp.py", "mlp"),
-    "mlp_wide": ("studies/mnist_mlp.py", "mlp_wide"),
-    "vgg": ("studies/vgg_predict.py", "vgg"),
-    "lstm": ("studies/lstm_classifier.py", "lstm"),
-    "classify": ("studies/single_image.py", "classify"),
-    "encoder": ("benchmarks/curved_workloads.py", "encoder"),
-    "mixer": ("benchmarks/curved_workloads.py", "mixer"),
-}
 
 
 def uptime() -> str:
@@ -83,34 +73,12 @@ def background_load(spinners: int) -> Iterator[None]:
             p.wait()
 
 
-@contextlib.contextmanager
-def baseline_tree(rev: str) -> Iterator[Path]:
-    """A git worktree of ``rev`` (removed afterwards): the baseline autoplace's code."""
-    folder = Path(tempfile.mkdtemp(prefix="autoplace-baseline-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=ROOT,
-                   check=True, capture_output=True)  # fmt: skip
-    try:
-        yield folder
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT,
-                       capture_output=True)  # fmt: skip
-
-
-def run_tune(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
-    """One ``autoplace tune`` in a fresh process (``code``: a tree to run instead of this
-    one), into a study of its own; its recommendation file and wall time."""
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    out, db = folder / f"{tag}.toml", folder / f"{tag}.db"
-    cmd = [sys.executable, "-m", "autoplace", "tune", str(ROOT / model), "--workload", workload,
-           "--storage", f"sqlite:///{db}", "--out", str(out), "--json"]  # fmt: skip
-    t = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=folder)
-    wall = time.perf_counter() - t
-    if done.returncode != 0 or not out.exists():
-        return {"tag": tag, "wall_s": wall, "error": (done.stderr or done.stdout)[-600:]}
-    return {"tag": tag, "wall_s": wall, "doc": tomllib.loads(out.read_text())}
+def run(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
+    """One tune in a fresh process: its wall time and recommendation file, or its error."""
+    done = run_tune(code, model, workload, folder, tag)
+    if done.error is not None:
+        return {"tag": tag, "wall_s": done.wall_s, "error": done.error}
+    return {"tag": tag, "wall_s": done.wall_s, "doc": tomllib.loads(done.out.read_text())}
 
 
 def key(c: dict[str, Any]) -> str:
@@ -208,7 +176,7 @@ def tunes_in_turns(
             order = [("new", None), ("baseline", old)][: 1 if n >= args.baseline_tunes else 2]
             for who, code in order if n % 2 == 0 else order[::-1]:
                 tag = f"{name}-{condition}-{who}-{n}"
-                found = run_tune(code, model, workload, folder, tag)
+                found = run(code, model, workload, folder, tag)
                 found["uptime"] = uptime()
                 tunes[who].append(found)
                 pick = key(found["doc"]["recommendation"]) if "doc" in found else "error"
@@ -233,7 +201,7 @@ def described(t: dict[str, Any]) -> dict[str, Any]:
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     checked: dict[tuple[str, str, str], dict] = {}
-    with baseline_tree(args.baseline) as old, tempfile.TemporaryDirectory() as tmp:
+    with code_tree(args.baseline) as old, tempfile.TemporaryDirectory() as tmp:
         for name in args.workloads:
             model, workload = WORKLOADS[name]
             for condition in args.conditions:

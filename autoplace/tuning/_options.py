@@ -19,11 +19,6 @@ from autoplace.workload import check_width
 DEFAULT_BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(13))  # 1 .. 4096
 
 
-def check_positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise BadInputError(f"{name} must be positive, got {value}")
-
-
 def build_space(
     devices: Sequence[str] | None,
     batch_sizes: Sequence[int] | None,
