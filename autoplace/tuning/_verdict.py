@@ -361,7 +361,8 @@ def _predicted(
     if not found:
         return {}
     mine, noise = searches.score(ranked[0].config), search_noise(searches, windows)
-    near = {c: x for c, x in found.items() if objective.gain(mine, x) <= near_reach(noise)}
+    reach = near_reach(noise)
+    near = {c: x for c, x in found.items() if objective.gain(mine, x.score) <= reach + x.error}
     return {c: compare_predicted(objective, mine, x, noise, len(near)) for c, x in near.items()}
 
 

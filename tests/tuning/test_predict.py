@@ -7,7 +7,7 @@ import pytest
 import autoplace
 from autoplace import Config, Measurement, Space
 from autoplace.tuning._margin import Noise
-from autoplace.tuning._predict import PREDICTION_ERROR, compare_predicted, predicted
+from autoplace.tuning._predict import PREDICTION_ERROR, Prediction, compare_predicted, predicted
 
 THROUGHPUT = autoplace.make_objective("throughput")
 SPACE = Space(("cpu:0",), tuple(2**i for i in range(4, 12)), ("float32",), (None,))
@@ -21,29 +21,52 @@ def ran(batch: int, fixed: float = 1e-3, per_sample: float = 1e-5, status: str =
                           fed_samples_per_s=batch / t)  # fmt: skip
 
 
-def test_a_line_over_three_batches_predicts_one_batch_size_beyond_either_way():
+def test_a_line_predicts_one_batch_size_below_and_every_one_above_less_surely_further_up():
     figures = dict(ran(b) for b in (64, 128, 256))
     estimates = {c: m.fed_samples_per_s for c, m in figures.items()}
     found = predicted(figures, estimates, SPACE, THROUGHPUT)
-    assert sorted(c.batch_size for c in found) == [32, 512]
-    assert found[Config("cpu:0", 512, "float32")] == pytest.approx(512 / (1e-3 + 512e-5))
+    assert sorted(c.batch_size for c in found) == [32, 512, 1024, 2048]
+    at = {c.batch_size: p for c, p in found.items()}
+    assert at[512].score == pytest.approx(512 / (1e-3 + 512e-5))
+    assert at[2048].score == pytest.approx(2048 / (1e-3 + 2048e-5))
+    assert at[32].error == at[512].error == pytest.approx(PREDICTION_ERROR)  # one step: measured
+    assert at[512].error < at[1024].error < at[2048].error  # further: assumed to compound
 
 
-def test_no_prediction_past_a_failure_from_two_points_or_for_another_objective():
-    figures = dict([*(ran(b) for b in (64, 128, 256)), ran(512, status="oom")])
+def test_a_line_through_two_points_predicts_less_surely_than_one_through_three():
+    three = dict(ran(b) for b in (64, 128, 256))
+    two = dict(ran(b) for b in (128, 256))
+    estimates = {c: m.fed_samples_per_s for c, m in three.items()}
+    c512 = Config("cpu:0", 512, "float32")
+    from_two = predicted(two, estimates, SPACE, THROUGHPUT)[c512]
+    from_three = predicted(three, estimates, SPACE, THROUGHPUT)[c512]
+    assert from_two.score == pytest.approx(from_three.score)
+    assert from_two.error > from_three.error
+
+
+def test_no_prediction_past_a_failure_from_one_point_or_for_another_objective():
+    figures = dict([*(ran(b) for b in (64, 128, 256)), ran(1024, status="oom")])
     estimates = {c: m.fed_samples_per_s for c, m in figures.items() if m.status == "ok"}
-    assert sorted(c.batch_size for c in predicted(figures, estimates, SPACE, THROUGHPUT)) == [32]
-    two = dict(ran(b) for b in (64, 128))
-    assert predicted(two, estimates, SPACE, THROUGHPUT) == {}
+    found = predicted(figures, estimates, SPACE, THROUGHPUT)
+    assert sorted(c.batch_size for c in found) == [32, 512]
+    one = dict([ran(128)])
+    assert predicted(one, estimates, SPACE, THROUGHPUT) == {}
     latency = autoplace.make_objective("latency")
     assert predicted(dict(ran(b) for b in (64, 128, 256)), estimates, SPACE, latency) == {}
 
 
 def test_a_prediction_is_never_a_real_difference():
     noise = Noise(0.01, 10.0)
-    near = compare_predicted(THROUGHPUT, 100.0, 98.0, noise, 1)
+    near = compare_predicted(THROUGHPUT, 100.0, Prediction(98.0, PREDICTION_ERROR), noise, 1)
     assert near.verdict == "undecided" and near.low < 1 < near.high
     assert "predicted by the cost model" in near.basis and near.windows == 0
-    far = compare_predicted(THROUGHPUT, 100.0, 40.0, noise, 1)
+    far = compare_predicted(THROUGHPUT, 100.0, Prediction(40.0, PREDICTION_ERROR), noise, 1)
     assert far.verdict == "ahead" and not far.significant  # ahead here, never "faster"
     assert near.high / near.ratio > 1 + PREDICTION_ERROR  # the line's own error counts
+
+
+def test_a_prediction_further_off_is_told_apart_less_readily():
+    noise = Noise(0.01, 10.0)
+    sure = compare_predicted(THROUGHPUT, 100.0, Prediction(60.0, PREDICTION_ERROR), noise, 1)
+    unsure = compare_predicted(THROUGHPUT, 100.0, Prediction(60.0, 1.0), noise, 1)
+    assert sure.verdict == "ahead" and unsure.verdict == "undecided"
