@@ -201,7 +201,8 @@ def described(t: dict[str, Any]) -> dict[str, Any]:
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     checked: dict[tuple[str, str, str], dict] = {}
-    with code_tree(args.baseline) as old, tempfile.TemporaryDirectory() as tmp:
+    with code_tree(args.baseline) as old, tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch  # --keep: the studies and files stay, to be read after
         for name in args.workloads:
             model, workload = WORKLOADS[name]
             for condition in args.conditions:
@@ -270,6 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument(
         "--partial", type=Path, default=None, help="rewrite the rows so far here after each"
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep every tune's study and file in this folder"
     )
     args = parser.parse_args(argv)
     started = uptime()

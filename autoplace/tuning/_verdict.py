@@ -148,13 +148,17 @@ class Standing:
     def equivalent(self) -> list[tuple[Scored, Comparison]]:
         """The configurations the pick could not be told apart from (their ratio's interval
         holds 1) or is equal to beyond doubt, closest first: confirmed finalists first,
-        then the search's near contenders (:func:`near_reach`) on its figures."""
+        then the search's near contenders (:func:`near_reach`) on its figures, those the
+        search alone saw ahead of the pick included (no window measured them against it:
+        nothing shows the pick as good, let alone better)."""
         told = ("equal", "undecided")
         found = [sc for sc in self._compared(True) if sc[1].verdict in told]
         found.sort(key=lambda sc: sc[1].ratio)
         reach = near_reach(self.search_noise) if self.search_noise else CONFIRM_REACH
         rest = [
-            sc for sc in self._compared(False) if sc[1].verdict in told and sc[1].ratio <= 1 + reach
+            sc
+            for sc in self._compared(False)
+            if sc[1].verdict in (*told, "behind") and sc[1].ratio <= 1 + reach
         ]
         rest.sort(key=lambda sc: sc[1].ratio)
         return found + rest
@@ -162,8 +166,9 @@ class Standing:
     @property
     def predicted_equivalent(self) -> list[tuple[Config, Comparison]]:
         """The batches the search did not measure that the cost model says could be as good
-        as the pick (their predicted ratio's interval holds 1), closest first."""
-        found = [(c, x) for c, x in self.predicted.items() if x.verdict == "undecided"]
+        as the pick (their predicted ratio's interval holds 1, or lies above it), closest
+        first."""
+        found = [(c, x) for c, x in self.predicted.items() if x.verdict in ("undecided", "behind")]
         return sorted(found, key=lambda cx: cx[1].ratio)
 
     @property

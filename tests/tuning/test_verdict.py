@@ -138,3 +138,16 @@ def test_no_duel_where_one_more_window_could_not_settle_anything():
     rows = {c: r[:2] for c, r in confirmed_pair(0.0100, 0.0094, 0.10).items()}
     now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
     assert now.closest[1].verdict == "undecided" and tuning.duel(now) == []
+
+
+def test_a_configuration_the_search_alone_saw_ahead_of_the_pick_is_listed_not_dropped():
+    # float16 at 32 ran far ahead in one search group but was never confirmed (its
+    # confirmation is not in this history): the windows never measured it against the
+    # pick, so the pick cannot claim to be as good, and it is listed among its equals.
+    search = [*SEARCH, (32, "float16", 0.0020, "g2"), (64, "float32", 0.0101, "g3"),
+              (64, "bfloat16", 0.0097, "g3"), (32, "float16", 0.0021, "g3")]  # fmt: skip
+    now = tuning.standing(history(search, confirmed_pair(0.0100, 0.0080, 0.005)), THROUGHPUT)
+    ahead = config(32, "float16")
+    assert now.best.config == config(64, "bfloat16")
+    assert now.comparisons[ahead].verdict == "behind"  # the pick behind it, by the search
+    assert ahead in {s.config for s, _ in now.equivalent}
