@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and editors
         StorageFaultError,
         WorkerError,
     )
+    from autoplace.fusing import fuse, stack
     from autoplace.measurement import Measurement
     from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
     from autoplace.recommending import Recommendation, RecommendRequest, recommend
@@ -68,6 +69,7 @@ _HOMES = {
         "StorageFaultError",
         "WorkerError",
     ),
+    "autoplace.fusing": ("fuse", "stack"),
     "autoplace.measurement": ("Measurement",),
     "autoplace.measuring": ("Backend", "InProcessBackend", "SubprocessBackend", "measure"),
     "autoplace.recommending": ("RecommendRequest", "Recommendation", "recommend"),
@@ -125,9 +127,11 @@ __all__ = [
     "WorkloadInfo",
     "__version__",
     "explain",
+    "fuse",
     "make_objective",
     "measure",
     "recommend",
+    "stack",
     "tune",
     "workload",
 ]

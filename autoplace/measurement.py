@@ -69,6 +69,8 @@ class Measurement:
     #: FLOPs of one step from XLA's cost analysis, and ``flops / step_s``.
     flops: float | None = None
     flops_per_s: float | None = None
+    #: Bytes one step reads and writes, from XLA's cost analysis (the roofline's other axis).
+    bytes_accessed: float | None = None
     #: Bytes XLA's memory analysis predicts (arguments + outputs + temporaries - aliased).
     predicted_bytes: int | None = None
     #: Peak device memory: measured where the device reports it, else the prediction.

@@ -97,10 +97,16 @@ class Config:
     batch_size: int
     precision: str  # "float32", "bfloat16" or "float16"
     width: int | None = None  # None: the workload's default width, resolved before timing
+    #: Steps run inside one jitted call (a ``lax.scan`` over that many stacked batches).
+    steps_per_call: int = 1
 
     @classmethod
     def parse(cls, text: str) -> Config:
-        """``DEVICE/BATCH/PRECISION[/WIDTH]``, e.g. ``cpu:0/128/bf16/64``."""
+        """``DEVICE/BATCH/PRECISION[/WIDTH][@K]``, e.g. ``cpu:0/128/bf16/64`` or
+        ``cpu:0/32/f32@16`` (16 steps per call)."""
+        text, _, k = text.partition("@")
+        if k and not (k.isdigit() and int(k) >= 1):
+            raise ValueError(f"steps per call {k!r} is not a positive whole number (@16)")
         parts = text.split("/")
         if len(parts) not in (3, 4):
             raise ValueError(
@@ -109,18 +115,21 @@ class Config:
             )
         device, batch, precision = parts[:3]
         width = int(parts[3]) if len(parts) == 4 else None
-        return cls(parse_device(device), int(batch), parse_precision(precision), width)
+        return cls(parse_device(device), int(batch), parse_precision(precision), width,
+                   int(k) if k else 1)  # fmt: skip
 
     @property
     def key(self) -> str:
         """The configuration as ``parse`` reads it back: its name in files."""
         width = "" if self.width is None else f"/{self.width}"
-        return f"{self.device}/{self.batch_size}/{self.precision}{width}"
+        fused = "" if self.steps_per_call == 1 else f"@{self.steps_per_call}"
+        return f"{self.device}/{self.batch_size}/{self.precision}{width}{fused}"
 
     @property
     def label(self) -> str:
         width = "" if self.width is None else f" w{self.width}"
-        return f"{self.device} b{self.batch_size} {self.precision}{width}"
+        fused = "" if self.steps_per_call == 1 else f" x{self.steps_per_call}/call"
+        return f"{self.device} b{self.batch_size} {self.precision}{width}{fused}"
 
 
 def parse_device(text: str) -> str:
@@ -447,10 +456,27 @@ def _child_time(spec: dict[str, Any]) -> dict[str, Any]:
         w = fn(config.width, getattr(jnp, config.precision))
         train = w.kind == "train"
         rng = np.random.default_rng(0)
-        hosts = [w.make_batch(config.batch_size, rng) for _ in range(2)]
+        per_call = config.steps_per_call
+        hosts = [w.make_batch(config.batch_size, rng) for _ in range(2 * per_call)]
+        if per_call > 1:  # K batches stacked along a new leading axis, one transfer a call
+            hosts = [
+                jax.tree.map(lambda *xs: np.stack(xs), *hosts[i * per_call : (i + 1) * per_call])
+                for i in range(2)
+            ]
         state = jax.device_put(w.state, device, may_alias=False)
         batch = jax.device_put(hosts[0], device)
-        step = jax.jit(w.step, donate_argnums=(0,) if train else ())
+        one_step = w.step
+        if per_call > 1:  # written here, not autoplace.fuse: this loop is the yardstick
+            if train:
+
+                def one_step(s: Any, bs: Any) -> Any:
+                    return jax.lax.scan(lambda c, b: (w.step(c, b), None), s, bs)[0]
+            else:
+
+                def one_step(s: Any, bs: Any) -> Any:
+                    return jax.lax.scan(lambda c, b: (c, w.step(c, b)), s, bs)[1]
+
+        step = jax.jit(one_step, donate_argnums=(0,) if train else ())
         fed = settings.loop == "fed"
         count = 0
 
@@ -490,9 +516,9 @@ def _child_time(spec: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # the user's workload: any failure is a result to record
         return {"status": "error", "reason": f"{phase}: {_first_line(exc)}", "loadavg": loadavg}
-    step_s = statistics.median(chunks)
+    step_s = statistics.median(chunks) / per_call  # a chunk's figure is per call
     cpu = (after.ru_utime + after.ru_stime) - (usage.ru_utime + usage.ru_stime)
-    steps = k * len(chunks)
+    steps = k * len(chunks) * per_call
     return {
         "status": "ok" if finite else "nonfinite",
         "reason": "" if finite else "NaN or inf in the output after the timed loop",

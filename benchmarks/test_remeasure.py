@@ -101,9 +101,15 @@ def test_a_configuration_reads_back_from_its_key():
     assert c == Config("cpu:0", 128, "bfloat16", 64)
     assert Config.parse(c.key) == c
     assert Config.parse("gpu/32/f32") == Config("gpu:0", 32, "float32", None)
+    fused = Config.parse("cpu:0/32/f32/128@16")
+    assert fused == Config("cpu:0", 32, "float32", 128, steps_per_call=16)
+    assert Config.parse(fused.key) == fused and fused.key.endswith("@16")
 
 
-@pytest.mark.parametrize("text", ["cpu:0/128", "cpu:0/128/f8", "cpu:x/1/f32", "cpu:0/a/f32"])
+@pytest.mark.parametrize(
+    "text",
+    ["cpu:0/128", "cpu:0/128/f8", "cpu:x/1/f32", "cpu:0/a/f32", "cpu:0/8/f32@0", "cpu:0/8/f32@x"],
+)
 def test_a_malformed_configuration_is_refused(text):
     with pytest.raises(ValueError):
         Config.parse(text)
@@ -232,6 +238,15 @@ def test_a_fresh_process_times_a_workload(model):
         assert t.step_s == pytest.approx(statistics.median(t.chunk_s))
         assert t.samples_per_s == pytest.approx(8 / t.step_s)
         assert t.loadavg is not None and t.max_rss_mib > 0
+
+
+@pytest.mark.slow
+def test_steps_per_call_are_timed_per_step_k_batches_in_one_call(model):
+    fused = time_in_fresh_process(model, "tiny", Config("cpu:0", 8, "float32", 8, 4), QUICK)
+    assert fused.status == "ok", fused.reason
+    assert fused.step_s == pytest.approx(statistics.median(fused.chunk_s) / 4)
+    assert fused.samples_per_s == pytest.approx(8 / fused.step_s)
+    assert fused.steps % (4 * len(fused.chunk_s)) == 0  # whole calls of 4 steps
 
 
 @pytest.mark.slow

@@ -1,11 +1,14 @@
 """An example launcher: ask autoplace where and how to train, then train there.
 
     python studies/train_with_autoplace.py            # 3 epochs of 60k MNIST-shaped samples
+    python studies/train_with_autoplace.py --steps-per-call 16   # 16 steps in each jitted call
 
 The first run on a machine tunes (19 s on our 2-core CPU machine) and caches the answer;
 every later start finds it in milliseconds, until the model file, the jax/jaxlib versions or the
 machine change. The training loop is an ordinary one: the recommended device, batch size,
-precision and width go straight into it.
+precision and width go straight into it. With ``--steps-per-call K`` it runs K steps in
+each jitted call (``autoplace.fuse``): the same training, the fixed cost of a call paid
+once per K steps (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-batch-size", type=int, default=None)
+    parser.add_argument("--steps-per-call", type=int, default=1, help="steps in one jitted call")
     args = parser.parse_args()
+    if args.steps_per_call < 1:
+        parser.error("--steps-per-call is 1 or more")
 
     started = time.perf_counter()
     rec = autoplace.recommend(
@@ -52,6 +58,8 @@ def main() -> None:
     with jax.default_device(device):
         work = model.mlp(rec.width, dtype)  # the workload autoplace measured, as the user built it
         step = jax.jit(work.step, donate_argnums=0)
+        k = args.steps_per_call
+        fused = jax.jit(autoplace.fuse(work.step, k), donate_argnums=0)  # k steps a call
         state = jax.device_put(work.state, device)
 
     # A task the MLP can learn: labels from a fixed random linear "teacher".
@@ -67,16 +75,23 @@ def main() -> None:
         w, b = params[-1]
         return float(np.mean(np.argmax(np.asarray(h @ w + b), axis=1) == y[:5000]))
 
-    print(f"training on {device} at batch {rec.batch_size} in {rec.precision}: "
-          f"accuracy before {accuracy(state):.1%}")  # fmt: skip
+    print(f"training on {device} at batch {rec.batch_size} in {rec.precision}, {k} step(s) "
+          f"a call: accuracy before {accuracy(state):.1%}")  # fmt: skip
     steps = SAMPLES // rec.batch_size
+
+    def host_batch(order, i):
+        take = order[i * rec.batch_size : (i + 1) * rec.batch_size]
+        return x[take].astype(dtype), y[take]
+
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(SAMPLES)
         t = time.perf_counter()
-        for i in range(steps):
-            take = order[i * rec.batch_size : (i + 1) * rec.batch_size]
-            batch = jax.device_put((x[take].astype(dtype), y[take]), device)
-            state = step(state, batch)
+        calls = steps // k if k > 1 else 0
+        for c in range(calls):  # k batches stacked, one transfer and one call for k steps
+            batches = autoplace.stack([host_batch(order, c * k + j) for j in range(k)])
+            state = fused(state, jax.device_put(batches, device))
+        for i in range(calls * k, steps):  # what is left: one step a call
+            state = step(state, jax.device_put(host_batch(order, i), device))
         jax.block_until_ready(state)
         seconds = time.perf_counter() - t
         print(f"epoch {epoch}: {steps * rec.batch_size / seconds:,.0f} samples/s, "

@@ -38,6 +38,9 @@ jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
 # This run's own lock folder (the workers and CLIs it starts inherit it): no test waits on
 # another process's timing, such as a tune or another test run on the same machine.
 os.environ.setdefault(LOCK_DIR_ENV, tempfile.mkdtemp(prefix="autoplace-test-locks-"))
+# And its own cache: nothing the user cached (answers, the machine's limits) leaks into a
+# test, nor a test's into the user's.
+os.environ.setdefault("AUTOPLACE_CACHE", tempfile.mkdtemp(prefix="autoplace-test-cache-"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

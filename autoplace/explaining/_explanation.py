@@ -30,6 +30,7 @@ from autoplace.explaining._answers import (
 )
 from autoplace.explaining._fit import DEPARTURE
 from autoplace.explaining._model import Arm, ArmModel, arm_models
+from autoplace.limits import MachineLimits, Roofline, roofline
 from autoplace.measurement import Measurement
 
 #: Fraction of a device's memory the largest-batch answer leaves free.
@@ -68,6 +69,9 @@ class Explanation:
     memory: Mapping[str, float] | None = None
     sentences: tuple[str, ...] = ()
     undetermined: tuple[str, ...] = ()
+    #: Each arm's best configuration against the machine's limits (``autoplace.limits``),
+    #: the winner's first; empty where the limits were not measured.
+    rooflines: tuple[Roofline, ...] = ()
     #: The verdict's findings (``autoplace.findings``), as the file's ``[[findings]]``
     #: holds them: the file keeps them beside the explanation, not in it.
     findings: tuple[Mapping[str, Any], ...] = ()
@@ -85,6 +89,7 @@ class Explanation:
             "transfer": dict(self.transfer) if self.transfer else None,
             "emulated": [e.as_dict() for e in self.emulated],
             "memory": dict(self.memory) if self.memory else None,
+            "roofline": [r.as_dict() for r in self.rooflines],
         }
 
 
@@ -99,13 +104,16 @@ def explain_figures(
     margin: float = MEMORY_MARGIN,
     noise: float | None = None,
     busy: bool = False,
+    limits: MachineLimits | None = None,
 ) -> Explanation:
     """The explanation of ``winner`` among ``figures`` (one measurement per
     configuration), against ``others`` (the best of each other device and precision).
 
     ``noise`` is one measurement's noise (log units) and ``busy`` whether the machine was
     busy: where the points cannot support a cause (a departure from the line within three
-    times the noise, or any on a busy machine), the cause is not named."""
+    times the noise, or any on a busy machine), the cause is not named. ``limits``: the
+    machine's measured limits, to place each arm's best configuration against (see
+    :mod:`autoplace.limits`); ``None``: not measured, and the explanation says how."""
     models = arm_models(figures)
     if winner is None:
         return Explanation(None, loop, models, sentences=("Nothing ran: nothing to explain.",))
@@ -142,19 +150,60 @@ def explain_figures(
         emulated=slow,
         memory=memory,
         undetermined=undetermined,
+        rooflines=_rooflines([winner, *others], models, limits),
     )
     causes = None if busy else (noise or 0.0)
-    sentences = _sentences(explanation, winner, causes)
+    sentences = _sentences(explanation, winner, causes, ok)
+    if limits is None:
+        sentences.append(UNPLACED)
     return dataclasses.replace(explanation, sentences=tuple(sentences))
 
 
-def _sentences(e: Explanation, winner: Measurement, causes: float | None) -> list[str]:
+#: The last sentence where the machine's limits were not measured.
+UNPLACED = (
+    "Not placed against this machine's peak FLOP/s, bandwidth and dispatch floor: "
+    "`autoplace limits` measures them once (about 10 s), then `autoplace explain` says how "
+    "far each arm's step is from them."
+)
+
+
+def _rooflines(
+    best: list[Measurement], models: Mapping[Arm, ArmModel], limits: MachineLimits | None
+) -> tuple[Roofline, ...]:
+    """Each arm's best configuration (the winner first) against its device's limits."""
+    if limits is None:
+        return ()
+    out = []
+    for m in best:
+        device = limits.of(m.device)
+        model = models.get((m.device, m.precision, m.width))
+        fixed = of = None
+        for line, step in ((model.step, m.step_s), (model.fed, m.fed_step_s)) if model else ():
+            if line is not None and step and m.batch_size in line.batches:
+                fixed, of = line.fixed, step
+                break
+        r = roofline(m, device, fixed, of) if device is not None and m.status == "ok" else None
+        if r is not None:
+            out.append(r)
+    return tuple(out)
+
+
+def _sentences(
+    e: Explanation,
+    winner: Measurement,
+    causes: float | None,
+    figures: Mapping[Config, Measurement] | None = None,
+) -> list[str]:
     """The explanation's sentences, most important first."""
     arm = (winner.device, winner.precision, winner.width)
     model, out = e.models[arm], []
     line = model.line(e.loop)
     if line is not None and line.per_sample > 0:
-        out.append(_scaling(model.label, line, winner.batch_size, causes))
+        mine = {c.batch_size: m for c, m in (figures or {}).items()
+                if (c.device, c.precision, c.width) == arm}  # fmt: skip
+        out.append(_scaling(model.label, line, winner.batch_size, causes, mine))
+    if e.rooflines:
+        out.append(e.rooflines[0].sentence(winner.device.split(":")[0]))
     if e.transfer and e.transfer["share"] >= NOTABLE_TRANSFER:
         out.append(_feeding(e.transfer, winner))
     first = _first_call(winner)
@@ -181,10 +230,17 @@ def _sentences(e: Explanation, winner: Measurement, causes: float | None) -> lis
     return out
 
 
-def _scaling(label: str, line: Any, batch: int, causes: float | None = 0.0) -> str:
+def _scaling(
+    label: str,
+    line: Any,
+    batch: int,
+    causes: float | None = 0.0,
+    measured: Mapping[int, Measurement] | None = None,
+) -> str:
     """Why the batch size: the fixed cost, the per-sample cost, where the line bends; the
-    likely cause of a bend only where it is over three times ``causes`` (a measurement's
-    noise; ``None``: the machine was busy, no cause is named)."""
+    cause of a bend only where it is over three times ``causes`` (a measurement's noise;
+    ``None``: the machine was busy, no cause is named), and read from the figures of the
+    arm's ``measured`` batches (see :func:`_bend_cause`), never guessed."""
     lo, hi = min(line.batches), max(line.batches)
     balance, ninety = line.balance, line.batch_for(0.9)
     if balance is None or balance < max(1.0, lo / 10):
@@ -211,7 +267,7 @@ def _scaling(label: str, line: Any, batch: int, causes: float | None = 0.0) -> s
             text += f", but the line holds only up to batch {hi}"
     if line.departs_at is not None and line.departure is not None:
         why = (
-            "caches outgrown, memory pressure"
+            _bend_cause(measured or {}, max(line.batches), line.departs_at)
             if line.departure > 0
             else "the cost per sample still falling"
         )
@@ -233,6 +289,38 @@ def _scaling(label: str, line: Any, batch: int, causes: float | None = 0.0) -> s
         f"{units.percent(line.error)} (median)"
     )
     return f"{text} ({fit}; the pick is batch {batch})."
+
+
+#: XLA's FLOPs (or bytes) per sample at two batches further apart than this: the
+#: program itself changed between them.
+PROGRAM_CHANGE = 0.10
+
+
+def _bend_cause(measured: Mapping[int, Measurement], last: int, bend: int) -> str:
+    """Why steps at batch ``bend`` run slower than the line through the batches up to
+    ``last``, from XLA's figures of the two: the program changed (its FLOPs per sample
+    differ); else the same work moving fewer bytes a second (the memory hierarchy: caches
+    outgrown); else the cause is not in the figures."""
+    a, b = measured.get(last), measured.get(bend)
+    if a is None or b is None or not (a.flops and b.flops):
+        return "the cause is not in the figures: XLA gave no FLOPs for these batches"
+    per_a, per_b = a.flops / last, b.flops / bend
+    if abs(per_b / per_a - 1) > PROGRAM_CHANGE:
+        return (
+            f"the program changed: XLA counts {per_b / per_a:.2f}x the FLOPs per sample at "
+            f"batch {bend} as at {last}"
+        )
+    step_a, step_b = a.step_s or a.fed_step_s, b.step_s or b.fed_step_s
+    if a.bytes_accessed and b.bytes_accessed and step_a and step_b:
+        bytes_a, bytes_b = a.bytes_accessed / last, b.bytes_accessed / bend
+        rate_a, rate_b = a.bytes_accessed / step_a, b.bytes_accessed / step_b
+        if abs(bytes_b / bytes_a - 1) <= PROGRAM_CHANGE and rate_b < rate_a / (1 + PROGRAM_CHANGE):
+            return (
+                f"the same work per sample, moved at {units.rate(rate_b, 'B/s')} against "
+                f"{units.rate(rate_a, 'B/s')} at batch {last}: the memory hierarchy, caches "
+                "outgrown"
+            )
+    return "the cause is not in the figures: the same FLOPs per sample, no fall in bytes a second"
 
 
 def _supported(cause: str, off: float, noise: float | None) -> str:

@@ -17,6 +17,7 @@ def explain_standing(
     space: Any = None,
     device_memory: Mapping[str, int | None] | None = None,
     margin: float = MEMORY_MARGIN,
+    limits: Any = None,
 ) -> Explanation:
     """The explanation of a :class:`~autoplace.tuning.Standing`'s pick (what ``tune`` adds
     to its recommendation file). Causes are named only where the points support them
@@ -34,6 +35,7 @@ def explain_standing(
         margin=margin,
         noise=standing.search_noise.sigma if standing.search_noise is not None else None,
         busy=standing.interference is not None and standing.interference.busy,
+        limits=limits,
     )
     if best is None:
         return explanation

@@ -133,6 +133,7 @@ class Run:
             fed_samples_per_s=fed_samples_per_s,
             flops=None if exe is None else exe.flops,
             flops_per_s=flops_per_s,
+            bytes_accessed=None if exe is None else exe.bytes_accessed,
             predicted_bytes=None if exe is None else exe.predicted_bytes,
             peak_bytes=self.peak_bytes,
             peak_bytes_source=self.peak_bytes_source,

@@ -23,6 +23,7 @@ from autoplace.errors import ModelFileError, first_line
 from autoplace.measurement import Status
 from autoplace.measuring._xla import (
     XLA_NAMES,
+    bytes_accessed_of,
     compute_dtypes,
     flops_of,
     is_key,
@@ -90,6 +91,7 @@ class Executable:
     compute_dtypes: tuple[str, ...]
     flops: float | None
     predicted_bytes: int | None
+    bytes_accessed: float | None = None
     #: JAX's persistent compilation cache for this compile: ``off``, ``miss`` or ``hit``.
     cache: str = "off"
     #: The one figure set after the compile: kept in a small mutable holder so that the
@@ -228,6 +230,7 @@ def compile_lowered(
         compute_dtypes=lowered.compute_dtypes,
         flops=flops_of(compiled),
         predicted_bytes=predicted_bytes(compiled),
+        bytes_accessed=bytes_accessed_of(compiled),
         cache=cache,
     )
 

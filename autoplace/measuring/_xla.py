@@ -103,6 +103,17 @@ def flops_of(compiled: Any) -> float | None:
     return float(analysis["flops"])
 
 
+def bytes_accessed_of(compiled: Any) -> float | None:
+    """Bytes one call reads and writes, by XLA's cost analysis (``None`` where it gives
+    none): with the FLOPs, a step's arithmetic intensity on the roofline."""
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, list):
+        analysis = analysis[0] if analysis else None
+    if not analysis or "bytes accessed" not in analysis:
+        return None
+    return float(analysis["bytes accessed"])
+
+
 def predicted_bytes(compiled: Any) -> int | None:
     stats = compiled.memory_analysis()
     if stats is None:

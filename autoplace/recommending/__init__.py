@@ -8,6 +8,7 @@ A cached look-up imports neither JAX, Optuna nor numpy.
 """
 
 from autoplace.recommending._cache import ENV, Cache, CacheWarning, default_dir
+from autoplace.recommending._key import machine_key
 from autoplace.recommending._listing import listed
 from autoplace.recommending._recommend import recommend
 from autoplace.recommending._recommendation import Recommendation, Source
@@ -22,5 +23,6 @@ __all__ = [
     "Source",
     "default_dir",
     "listed",
+    "machine_key",
     "recommend",
 ]

@@ -48,8 +48,9 @@ def default_dir() -> Path:
 
 
 class Cache:
-    """Answers under ``root/answers/SLOT.json`` and machine descriptions under
-    ``root/machines/PROBE.json``."""
+    """Answers under ``root/answers/SLOT.json``, machine descriptions under
+    ``root/machines/PROBE.json`` and the machine's measured limits under
+    ``root/limits/KEY.json``."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root) if root is not None else default_dir()
@@ -59,6 +60,9 @@ class Cache:
 
     def machine_path(self, probe: str) -> Path:
         return self.root / "machines" / f"{probe}.json"
+
+    def limits_path(self, key: str) -> Path:
+        return self.root / "limits" / f"{key}.json"
 
     def read(self, path: Path) -> dict[str, Any] | None:
         """The entry at ``path``; ``None`` when there is none, or it is damaged or of
@@ -110,7 +114,7 @@ class Cache:
     def clear(self) -> int:
         """Remove every cached answer and machine description; how many files went."""
         gone = 0
-        for sub in ("answers", "machines"):
+        for sub in ("answers", "machines", "limits"):
             folder = self.root / sub
             for path in folder.glob("*.json") if folder.is_dir() else ():
                 path.unlink(missing_ok=True)

@@ -26,7 +26,8 @@ from typing import Any
 
 from autoplace.devices import DeviceInfo
 from autoplace.fingerprint import ANSWER_SCHEMA, cpu_model
-from autoplace.recommending._machine import installed
+from autoplace.recommending._cache import Cache
+from autoplace.recommending._machine import cached_devices, installed, machine_devices
 
 
 def hardware(devices: Sequence[DeviceInfo]) -> dict[str, Any]:
@@ -45,6 +46,23 @@ def software() -> dict[str, Any]:
     """The software part: jax, jaxlib and the answer schema."""
     found = installed()
     return {"jax": found.get("jax"), "jaxlib": found.get("jaxlib"), "answer_schema": ANSWER_SCHEMA}
+
+
+def machine_key(
+    cache: Cache, backend: Any = None, *, list_devices: bool = True
+) -> dict[str, Any] | None:
+    """The hardware and software parts of this machine's key (its devices as
+    :func:`._machine.machine_devices` lists them): what machine-wide figures, such as its
+    measured limits, hold for. ``list_devices=False``: ``None`` rather than start a worker
+    to list devices that neither ``backend`` nor the cache holds."""
+    devices = (
+        machine_devices(cache, backend)
+        if list_devices or backend is not None
+        else cached_devices(cache)
+    )
+    if devices is None:
+        return None
+    return {"hardware": hardware(devices), "software": software()}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,18 +89,26 @@ def probe_key(facts: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def cached_devices(cache: Cache) -> list[DeviceInfo] | None:
+    """This machine's devices as cached for this probe, or ``None`` (never lists them)."""
+    entry = cache.read(cache.machine_path(probe_key(probe())))
+    if entry is not None:
+        try:
+            return [DeviceInfo(**d) for d in entry["devices"]]
+        except (KeyError, TypeError):
+            pass  # damaged: listed again by machine_devices
+    return None
+
+
 def machine_devices(cache: Cache, backend: Any = None) -> list[DeviceInfo]:
     """This machine's devices: from ``backend`` when given; else as cached for this probe;
     else listed by a measurement worker (importing JAX there, once) and cached."""
     if backend is not None:
         return list(backend.devices())
+    found = cached_devices(cache)
+    if found is not None:
+        return found
     path = cache.machine_path(probe_key(probe()))
-    entry = cache.read(path)
-    if entry is not None:
-        try:
-            return [DeviceInfo(**d) for d in entry["devices"]]
-        except (KeyError, TypeError):
-            pass  # damaged: listed again below
     from autoplace.measuring import SubprocessBackend
 
     with SubprocessBackend() as worker:

@@ -79,6 +79,7 @@ def render(view: Any) -> str:
         ("Where the time goes, per finalist", _costs(finalists)),
         ("Time from a fresh process against run length", _run_length(explanation, finalists)),
         ("Memory against batch size", _memory(explanation, figures, view.device_memory)),
+        ("Each arm's best against the machine's roofline", _roofline(explanation)),
     ]
     blocks = []
     for title, fig in parts:
@@ -213,6 +214,57 @@ def _memory(explanation: Explanation, figures: Sequence[Measurement], memory: An
         len(fig.data),
         xaxis=log2_axis("batch size", [b for trace in fig.data for b in trace.x]),
         yaxis={"title": "peak bytes", "type": "log", "automargin": True},
+    )
+    return fig
+
+
+def _roofline(explanation: Explanation) -> Any:
+    """Achieved FLOP/s against arithmetic intensity, one point per arm at its best batch,
+    under the roofs its device's measured limits draw: the bandwidth's slope
+    (``intensity × bytes/s``) up to each precision's peak. ``None`` without the limits
+    (``autoplace limits``) or XLA's figures."""
+    import plotly.graph_objects as go
+
+    placed = [r for r in explanation.rooflines if r.intensity and r.flops_per_s]
+    if not placed:
+        return None
+    fig = go.Figure()
+    low = min(r.intensity for r in placed) / 10  # type: ignore[operator]
+    high = max(max(r.intensity for r in placed) * 10, *(r.peak_flops / r.bandwidth for r in placed))  # type: ignore[operator]
+    roofs = {(r.config.device, r.config.precision): r for r in placed}
+    for n, ((device, precision), r) in enumerate(sorted(roofs.items())):
+        ridge = r.peak_flops / r.bandwidth
+        xs = [low, ridge, high]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[min(r.peak_flops, x * r.bandwidth) for x in xs],
+                mode="lines",
+                name=f"{device} {precision} roof ({units.rate(r.peak_flops, 'FLOP/s')}, "
+                f"{units.rate(r.bandwidth, 'B/s')})",
+                line={"color": PALETTE[n % len(PALETTE)], "dash": "dash"},
+            )
+        )
+    for n, r in enumerate(placed):
+        c = r.config
+        fig.add_trace(
+            go.Scatter(
+                x=[r.intensity],
+                y=[r.flops_per_s],
+                mode="markers",
+                name=f"{c.device} {c.precision} batch {c.batch_size}: {r.regime or 'unknown'}",
+                marker={"color": PALETTE[n % len(PALETTE)], "size": 11, "symbol": "diamond"},
+            )
+        )
+    layout(
+        fig,
+        len(fig.data),
+        xaxis={
+            "title": "arithmetic intensity (FLOP per byte accessed)",
+            "type": "log",
+            "automargin": True,
+        },
+        yaxis={"title": "achieved FLOP/s", "type": "log", "automargin": True},
     )
     return fig
 

@@ -14,6 +14,7 @@ from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.findings import as_dict as finding_dict
+from autoplace.limits import cached_limits
 from autoplace.objectives import make_objective
 from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.study import (
@@ -138,7 +139,10 @@ def read_study(
     memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
         "device_memory", {}
     )
-    explanation = explain_standing(now, space=space, device_memory=memory, margin=margin)
+    limits = _limits_for(doc, attrs)
+    explanation = explain_standing(
+        now, space=space, device_memory=memory, margin=margin, limits=limits
+    )
     explanation = dataclasses.replace(
         explanation, findings=tuple(finding_dict(f) for f in findings(now))
     )
@@ -276,3 +280,18 @@ def fill_fit(
         model, workload=workload, out=out, strategy=FitPoints(), backend=backend, **options
     )
     return result.new_trials
+
+
+def _limits_for(doc: Mapping[str, Any] | None, attrs: Mapping[str, Any]) -> Any:
+    """This machine's cached limits, if the study was measured on a machine with the same
+    CPU and devices (a study from elsewhere is not placed against this one's roofline)."""
+    limits = cached_limits()
+    if limits is None:
+        return None
+    theirs = ((doc or {}).get("fingerprint") or {}).get("hardware") or attrs.get("hardware") or {}
+    mine = limits.key.get("hardware", {})
+    kinds = sorted((d.get("platform"), d.get("kind")) for d in theirs.get("devices", []))
+    same = theirs.get("cpu") == mine.get("cpu") and kinds == sorted(
+        (d.get("platform"), d.get("kind")) for d in mine.get("devices", [])
+    )
+    return limits if same else None

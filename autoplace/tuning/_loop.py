@@ -40,6 +40,7 @@ from autoplace.devices import DeviceInfo
 from autoplace.errors import StorageError
 from autoplace.explaining import Explanation, explain_standing, throughput_figure
 from autoplace.findings import as_dict as finding_dict
+from autoplace.limits import MachineLimits, cached_limits
 from autoplace.measurement import Measurement
 from autoplace.measuring import (
     Backend,
@@ -209,7 +210,7 @@ def tune(
         final, new_trials, interrupted = loop.run(_Budget(r.trials, r.timeout))
 
         def written_up() -> tuple[Explanation, dict[str, Any]]:
-            explanation = _explained(final, space, memory, r.if_busy)
+            explanation = _explained(final, space, memory, r.if_busy, cached_limits(None, backend))
             return explanation, build_document(
                 objective=obj,
                 space=space,
@@ -450,10 +451,15 @@ class _Loop:
 
 
 def _explained(
-    final: Standing, space: Space, memory: dict[str, int | None], if_busy: str
+    final: Standing,
+    space: Space,
+    memory: dict[str, int | None],
+    if_busy: str,
+    limits: MachineLimits | None = None,
 ) -> Explanation:
-    """The standing's explanation, with its findings."""
-    explanation = explain_standing(final, space=space, device_memory=memory)
+    """The standing's explanation, with its findings, and each arm against the machine's
+    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them)."""
+    explanation = explain_standing(final, space=space, device_memory=memory, limits=limits)
     found = tuple(finding_dict(f) for f in findings(final, if_busy))
     return dataclasses.replace(explanation, findings=found)
 

@@ -7,6 +7,7 @@ launches fast (0.1 ms) but costs 4 µs a sample. Their lines cross at batch
 synthetic backend's fed loop runs 1.1x the step (so the fed line is 1.1 a + 1.1 c b).
 """
 
+import dataclasses
 import math
 
 import pytest
@@ -173,3 +174,81 @@ def test_the_emulated_sentence_names_the_width():
     assert sentence.startswith("bfloat16 is emulated on cpu:0 width 8: ")
     assert "float32 width 8's time per sample" in sentence
     assert "unknown" not in sentence  # no dtypes known: none named
+
+
+def _steady_arm(precision, fixed, per_sample, batches, flops_per_sample=2e5):
+    """An arm whose steady step is ``fixed + per_sample·b``, with XLA's FLOPs and bytes."""
+    out = {}
+    for b in batches:
+        t = fixed + per_sample * b
+        c = Config("cpu:0", b, precision, 8)
+        out[c] = autoplace.Measurement(
+            "ok", "", "cpu:0", b, precision, 8, step_s=t, step_spread=0.01, step_samples=5,
+            step_chunk_s=(t,) * 5, fed_step_s=t, fed_step_spread=0.01, fed_samples_per_s=b / t,
+            fed_step_chunk_s=(t,) * 5, flops=flops_per_sample * b, bytes_accessed=1e4 * b,
+        )  # fmt: skip
+    return out
+
+
+def test_with_the_machines_limits_each_arm_stands_against_them_in_numbers():
+    from autoplace.explaining import explain_figures
+    from autoplace.limits import DeviceLimits, Figure, MachineLimits
+
+    device = DeviceLimits(
+        "cpu:0", "cpu", {"float32": Figure.of([1e11]), "bfloat16": Figure.of([5e10])}, 1024,
+        Figure.of([1e10]), Figure.of([5e9]), Figure.of([1e-5]),
+    )  # fmt: skip
+    limits = MachineLimits((device,), {}, "2026-11-25T05:00:00+00:00")
+    f32 = _steady_arm("float32", 6e-4, 1e-6, (8, 16, 32, 64))
+    bf16 = _steady_arm("bfloat16", 6e-4, 2e-6, (8, 16, 32, 64))
+    winner = f32[Config("cpu:0", 32, "float32", 8)]
+    other = bf16[Config("cpu:0", 32, "bfloat16", 8)]
+    explanation = explain_figures({**f32, **bf16}, winner, [other], limits=limits)
+    mine, theirs = explanation.rooflines
+    assert (mine.config, theirs.config) == (winner_config := Config("cpu:0", 32, "float32", 8),
+                                            Config("cpu:0", 32, "bfloat16", 8))  # fmt: skip
+    step = 6e-4 + 32e-6
+    assert mine.flops_per_s == pytest.approx(2e5 * 32 / step)
+    assert mine.fixed_s == pytest.approx(6e-4, rel=0.01) and mine.regime == "overhead-bound"
+    said = [s for s in explanation.sentences if s.startswith("At batch 32")]
+    assert (
+        said == [mine.sentence("cpu")] and "overhead-bound (the fixed 600 µs of a 632 µs" in said[0]
+    )
+    assert explanation.as_dict()["roofline"][0]["regime"] == "overhead-bound"
+    assert winner_config.label() in explanation.winner
+    without = explain_figures({**f32, **bf16}, winner, [other])
+    assert without.rooflines == () and "autoplace limits" in without.sentences[-1]
+    assert not any("autoplace limits" in s for s in explanation.sentences)
+
+
+def _cliff_arm(flops_at, bytes_at=None):
+    """cpu:0 float32 width 8: a line to batch 256, three times slower from 512, with XLA's
+    FLOPs (and bytes) of each batch from ``flops_at(b)`` (``bytes_at(b)``)."""
+    out = _arm("float32", 1e-4, 1e-6, (16, 32, 64, 128, 256, 512), cliff=512)
+    return {
+        c: dataclasses.replace(
+            m,
+            flops=flops_at(c.batch_size),
+            bytes_accessed=bytes_at(c.batch_size) if bytes_at else None,
+        )
+        for c, m in out.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("flops_at", "bytes_at", "said"),
+    [
+        (lambda b: 1e6 * b * (12 if b >= 512 else 1), None,
+         "the program changed: XLA counts 12.00x the FLOPs per sample at batch 512 as at 256"),
+        (lambda b: 1e6 * b, lambda b: 1e4 * b, "the memory hierarchy, caches outgrown"),
+        (lambda b: 1e6 * b, None, "the cause is not in the figures"),
+        (lambda b: None, None, "the cause is not in the figures: XLA gave no FLOPs"),
+    ],
+)  # fmt: skip
+def test_a_cliff_is_explained_from_xlas_figures_or_said_to_be_unexplained(flops_at, bytes_at, said):
+    from autoplace.explaining import explain_figures
+
+    figures = _cliff_arm(flops_at, bytes_at)
+    winner = figures[Config("cpu:0", 256, "float32", 8)]
+    (sentence,) = [s for s in explain_figures(figures, winner, []).sentences if "at batch 512" in s]
+    assert said in sentence and "caches outgrown, memory pressure" not in sentence

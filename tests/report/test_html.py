@@ -201,3 +201,36 @@ def test_the_figure_optuna_dashboard_shows_reads_well(tuned):
     assert_reads_well(drawn)
     names = {t.name for t in figure.data if t.showlegend is not False}
     assert names == {m.label for m in result.explanation.models.values()}  # every arm, once
+
+
+def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_it():
+    from autoplace import Config, Measurement
+    from autoplace.explaining import explain_figures
+    from autoplace.limits import DeviceLimits, Figure, MachineLimits
+    from autoplace.report._html import _roofline
+
+    def ran(b, precision):
+        t = 5e-4 + 1e-6 * b
+        return Config("cpu:0", b, precision), Measurement(
+            "ok", "", "cpu:0", b, precision, None, step_s=t, step_spread=0.01, step_samples=5,
+            fed_step_s=t, fed_step_spread=0.01, fed_step_chunk_s=(t,) * 5,
+            fed_samples_per_s=b / t, flops=2e5 * b, bytes_accessed=5e3 * b,
+        )  # fmt: skip
+
+    figures = dict(ran(b, p) for b in (8, 16, 32) for p in ("float32", "bfloat16"))
+    device = DeviceLimits("cpu:0", "cpu", {"float32": Figure.of([1e11]),
+                          "bfloat16": Figure.of([5e10])}, 1024, Figure.of([1e10]),
+                          Figure.of([5e9]), Figure.of([1e-5]))  # fmt: skip
+    limits = MachineLimits((device,), {}, "2026-11-25T05:00:00+00:00")
+    winner = figures[Config("cpu:0", 32, "float32")]
+    other = figures[Config("cpu:0", 32, "bfloat16")]
+    explanation = explain_figures(figures, winner, [other], limits=limits)
+    fig = _roofline(explanation)
+    roofs = [t for t in fig.data if t.mode == "lines"]
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert len(roofs) == 2 and len(points) == 2
+    assert max(roofs[0].y) in (1e11, 5e10)  # flat at the peak past the ridge
+    assert points[0].x[0] == pytest.approx(40.0)  # 2e5 FLOPs / 5e3 bytes per sample
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "overhead-bound" in points[0].name
+    assert _roofline(explain_figures(figures, winner, [other])) is None  # no limits, no plot
