@@ -34,18 +34,20 @@ TRANSFER_ELEMENTS = 1 << 24
 def _windows(call: Callable[[], Any], wait: Callable[[Any], Any], seconds: float, windows: int
              ) -> list[float]:  # fmt: skip
     """Seconds per call in each window (``call`` repeated back to back, waited on at the
-    end of the window), after one call to warm up."""
+    end of the window), after one call to warm up. A window makes as many calls as one
+    waited-on call says fit in ``seconds``: JAX dispatches calls before they run, so a loop
+    that stopped on the clock would queue far more work than the window holds."""
     wait(call())
+    started = time.perf_counter()
+    wait(call())
+    calls = max(1, int(seconds / max(time.perf_counter() - started, 1e-7)))
     out = []
     for _ in range(windows):
-        n, start = 0, time.perf_counter()
-        while True:
+        start = time.perf_counter()
+        for _ in range(calls):
             result = call()
-            n += 1
-            if time.perf_counter() - start >= seconds:
-                break
         wait(result)
-        out.append((time.perf_counter() - start) / n)
+        out.append((time.perf_counter() - start) / calls)
     return out
 
 

@@ -155,10 +155,11 @@ class Standing:
         found = [sc for sc in self._compared(True) if sc[1].verdict in told]
         found.sort(key=lambda sc: sc[1].ratio)
         reach = near_reach(self.search_noise) if self.search_noise else CONFIRM_REACH
+        busy = self.interference is not None and self.interference.busy
         rest = [
             sc
             for sc in self._compared(False)
-            if sc[1].verdict in (*told, "behind") and sc[1].ratio <= 1 + reach
+            if sc[1].verdict in (*told, "behind") and (busy or sc[1].ratio <= 1 + reach)
         ]
         rest.sort(key=lambda sc: sc[1].ratio)
         return found + rest
@@ -236,7 +237,12 @@ def standing(
         for c in windows.keys
         if accurate(c)  # type: ignore[arg-type]
     ]
-    ranked, comparisons = _rank(objective, confirmed, searched, windows, noise, searches)
+    interference = Interference.of([m for ms in kept.values() for m in ms]) or Interference.of(
+        m for _, m in history.searches
+    )
+    ranked, comparisons = _rank(
+        objective, confirmed, searched, windows, noise, searches, _contention(interference)
+    )
     surmised = _predicted(objective, ranked, figures, estimates, space, searches, windows)
     return Standing(
         objective=objective,
@@ -251,8 +257,7 @@ def standing(
         ended=ended_arms(figures, space) if space is not None else {},
         inaccurate=inaccurate,
         unconfirmed=unconfirmed,
-        interference=Interference.of([m for ms in kept.values() for m in ms])
-        or Interference.of(m for _, m in history.searches),
+        interference=interference,
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
         predicted=surmised,
     )
@@ -294,8 +299,18 @@ def _rank(
     windows: Effects,
     noise: Noise | None,
     searches: Effects,
+    contention: float = 1.0,
 ) -> tuple[list[Scored], dict[Config, Comparison]]:
-    """The verdict's order and the pick's comparisons (see :class:`Standing`)."""
+    """The verdict's order and the pick's comparisons (see :class:`Standing`).
+
+    On a busy machine each search figure is one short window, which a burst of other
+    processes' load can slow by as much as they take from it: ``contention`` (see
+    :func:`_contention`). So each comparison on the search's figures has its interval
+    widened by that factor either way before it is judged, and every one still undecided
+    is a configuration the pick could not be told apart from, however far its estimate
+    (2026-11-25: a lucky search figure under load left a pick alone, with nothing it
+    could not be told apart from, that four other tunes of the same workload did not
+    pick; each of them listed it)."""
     confirmed.sort(key=lambda s: -objective.key(s.score))
     rest = [s for s in searched if s.config not in {x.config for x in confirmed}]
     if confirmed:
@@ -337,7 +352,7 @@ def _rank(
         others = [s for s in rest if s is not pick and s.config in searches]
         near = [s for s in others if objective.gain(mine, searches.score(s.config)) <= reach]
         for s in others:
-            comparisons[s.config] = compare(
+            found = compare(
                 objective,
                 searches,
                 noise_s,
@@ -346,7 +361,26 @@ def _rank(
                 comparisons=max(len(near), 1),
                 basis="search figures",
             )
+            comparisons[s.config] = _widened(found, contention)
     return ranked, comparisons
+
+
+def _contention(interference: Interference | None) -> float:
+    """How much slower than it would run alone a search figure may read on a busy machine:
+    ``1 / cpu_share``, the CPU the measured processes got against what they would have
+    got alone (0.5 beside two spinning processes on two cores: 2x); 1 on a quiet one."""
+    if interference is None or not interference.busy or not interference.cpu_share:
+        return 1.0
+    return max(1.0, 1.0 / min(1.0, interference.cpu_share))
+
+
+def _widened(c: Comparison, factor: float) -> Comparison:
+    """``c`` with its interval widened by ``factor`` either way, and judged again."""
+    if factor <= 1.0:
+        return c
+    low, high = c.low / factor, c.high * factor
+    verdict = "ahead" if low > 1 else "behind" if high < 1 else "undecided"
+    return dataclasses.replace(c, low=low, high=high, verdict=verdict)  # type: ignore[arg-type]
 
 
 def _predicted(

@@ -151,3 +151,24 @@ def test_a_configuration_the_search_alone_saw_ahead_of_the_pick_is_listed_not_dr
     assert now.best.config == config(64, "bfloat16")
     assert now.comparisons[ahead].verdict == "behind"  # the pick behind it, by the search
     assert ahead in {s.config for s, _ in now.equivalent}
+
+
+def test_on_a_busy_machine_search_intervals_widen_by_the_cpu_others_took():
+    from autoplace.machine import Interference
+    from autoplace.tuning._margin import Comparison
+    from autoplace.tuning._verdict import _contention, _widened
+
+    busy = Interference(cores=2, others_running=2.5, cpu_pressure=0.76, cpu_share=0.5,
+                        load=4.5, measurements=2)  # fmt: skip
+    quiet = Interference(cores=2, others_running=0.0, cpu_pressure=0.0, cpu_share=0.98,
+                         load=0.1, measurements=2)  # fmt: skip
+    assert _contention(busy) == pytest.approx(2.0) and _contention(quiet) == 1.0
+    assert _contention(None) == 1.0
+    lucky = Comparison(ratio=1.3, low=1.05, high=1.6, verdict="ahead", windows=1,
+                       basis="search figures")  # fmt: skip
+    assert _widened(lucky, 1.0) is lucky
+    wide = _widened(lucky, _contention(busy))
+    assert wide.verdict == "undecided" and wide.low == pytest.approx(0.525)
+    far = Comparison(ratio=100.0, low=60.0, high=200.0, verdict="ahead", windows=1,
+                     basis="search figures")  # fmt: skip
+    assert _widened(far, 2.0).verdict == "ahead"  # a load burst cannot explain 60x
