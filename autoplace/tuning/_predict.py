@@ -7,6 +7,9 @@ ratio of the two. Where it may speak:
 
 - one batch size below the run of batches it holds over (below it the device is not yet
   filled, and small batches run slower than the line);
+- an arm measured at one batch size has no line: each larger batch, up to a failure, gets
+  that batch's score (the flat line of no fixed cost; a fixed cost only makes the
+  throughput rise with the batch), its error compounding from two steps out;
 - every batch size above it, up to the arm's first failure or the space's end. The
   throughput ``b/(a + c·b)`` of a line only rises towards ``1/c`` as the batch grows, so
   far above the run the prediction is close to the line's ceiling: a plateau, where a
@@ -70,11 +73,14 @@ def predicted(
     batches = space.batch_sizes
     out: dict[Config, Prediction] = {}
     for arm, model in arm_models(figures).items():
-        line = model.fed
-        if line is None or len(line.batches) < 2 or line.per_sample <= 0:
-            continue
         ran = [c.batch_size for c, m in figures.items() if _arm(c) == arm and m.status == "ok"]
         failed = [c.batch_size for c, m in figures.items() if _arm(c) == arm and m.status != "ok"]
+        line = model.fed
+        if len(set(ran)) == 1:
+            out.update(_flat(arm, ran[0], failed, estimates, space))
+            continue
+        if line is None or len(line.batches) < 2 or line.per_sample <= 0:
+            continue
         floor, ceiling = arm_bounds(ran, failed)
         inside = [i for i, b in enumerate(batches) if line.batches[0] <= b <= line.batches[-1]]
         if not inside:
@@ -95,6 +101,35 @@ def predicted(
                     score=score * (b / line.at(b)) / (near / line.at(near)),
                     error=(1 + PREDICTION_ERROR) ** steps - 1,
                 )
+    return out
+
+
+def _flat(
+    arm: tuple[str, str, int | None],
+    batch: int,
+    failed: list[int],
+    estimates: Mapping[Config, float | None],
+    space: Space,
+) -> dict[Config, Prediction]:
+    """An arm measured at one batch size: no line, so each larger batch (up to a failure)
+    is given that batch's score, the flat line of no fixed cost (with one, the throughput
+    only rises with the batch), its error compounding from two steps out: nothing checks
+    it, and it only says what the search cannot rule out."""
+    score = estimates.get(Config(arm[0], batch, arm[1], arm[2]))
+    if not score:
+        return {}
+    _, ceiling = arm_bounds([batch], failed)
+    batches = space.batch_sizes
+    if batch not in batches:
+        return {}
+    start = batches.index(batch)
+    out = {}
+    for i in range(start + 1, len(batches)):
+        b = batches[i]
+        c = Config(arm[0], b, arm[1], arm[2])
+        if (ceiling is not None and b >= ceiling) or c not in space:
+            break
+        out[c] = Prediction(score=score, error=(1 + PREDICTION_ERROR) ** (i - start + 1) - 1)
     return out
 
 

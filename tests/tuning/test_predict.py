@@ -44,15 +44,23 @@ def test_a_line_through_two_points_predicts_less_surely_than_one_through_three()
     assert from_two.error > from_three.error
 
 
-def test_no_prediction_past_a_failure_from_one_point_or_for_another_objective():
+def test_no_prediction_past_a_failure_or_for_another_objective():
     figures = dict([*(ran(b) for b in (64, 128, 256)), ran(1024, status="oom")])
     estimates = {c: m.fed_samples_per_s for c, m in figures.items() if m.status == "ok"}
     found = predicted(figures, estimates, SPACE, THROUGHPUT)
     assert sorted(c.batch_size for c in found) == [32, 512]
-    one = dict([ran(128)])
-    assert predicted(one, estimates, SPACE, THROUGHPUT) == {}
     latency = autoplace.make_objective("latency")
     assert predicted(dict(ran(b) for b in (64, 128, 256)), estimates, SPACE, latency) == {}
+
+
+def test_an_arm_measured_once_is_flat_above_its_batch_up_to_a_failure_less_surely_further():
+    one = dict([ran(128), ran(1024, status="oom")])
+    estimates = {Config("cpu:0", 128, "float32"): 1000.0}
+    found = predicted(one, estimates, SPACE, THROUGHPUT)
+    assert sorted(c.batch_size for c in found) == [256, 512]  # above it, below the failure
+    at = {c.batch_size: p for c, p in found.items()}
+    assert at[256].score == at[512].score == 1000.0
+    assert PREDICTION_ERROR < at[256].error < at[512].error  # unchecked: two steps out at once
 
 
 def test_a_prediction_is_never_a_real_difference():
