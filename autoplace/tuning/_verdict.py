@@ -303,11 +303,13 @@ def _rank(
 ) -> tuple[list[Scored], dict[Config, Comparison]]:
     """The verdict's order and the pick's comparisons (see :class:`Standing`).
 
-    On a busy machine each search figure is one short window, which a burst of other
-    processes' load can slow by as much as they take from it: ``contention`` (see
-    :func:`_contention`). So each comparison on the search's figures has its interval
-    widened by that factor either way before it is judged, and every one still undecided
-    is a configuration the pick could not be told apart from, however far its estimate
+    On a busy machine a timed loop, a search figure or a turn of a window, can be slowed by
+    a burst of other processes' load by as much as they take from it: ``contention`` (see
+    :func:`_contention`). So every comparison has its interval widened by that factor
+    either way before it is judged (2026-11-25: a busy LSTM tune's "faster" over float32
+    at 64, 1.08 with two windows, read 0.99 re-measured on the idle machine), and every
+    one still undecided is a configuration the pick could not be told apart from,
+    however far its estimate
     (2026-11-25: a lucky search figure under load left a pick alone, with nothing it
     could not be told apart from, that four other tunes of the same workload did not
     pick; each of them listed it)."""
@@ -320,15 +322,18 @@ def _rank(
         def against(pick: Scored) -> dict[Config, Comparison]:
             others = [s for s in confirmed if s is not pick]
             return {
-                s.config: compare(
-                    objective,
-                    windows,
-                    noise,
-                    pick.config,
-                    s.config,
-                    comparisons=len(others),
-                    per_window=per_window,
-                    basis="windows in fresh processes",
+                s.config: _widened(
+                    compare(
+                        objective,
+                        windows,
+                        noise,
+                        pick.config,
+                        s.config,
+                        comparisons=len(others),
+                        per_window=per_window,
+                        basis="windows in fresh processes",
+                    ),
+                    contention,
                 )
                 for s in others
             }
@@ -375,11 +380,18 @@ def _contention(interference: Interference | None) -> float:
 
 
 def _widened(c: Comparison, factor: float) -> Comparison:
-    """``c`` with its interval widened by ``factor`` either way, and judged again."""
+    """``c`` with its interval widened by ``factor`` either way, and judged again: what
+    it still shows beyond doubt (``faster`` and ``slower`` for windows, ``ahead`` and
+    ``behind`` for the search), else undecided."""
     if factor <= 1.0:
         return c
     low, high = c.low / factor, c.high * factor
-    verdict = "ahead" if low > 1 else "behind" if high < 1 else "undecided"
+    if low > 1:
+        verdict = c.verdict if c.verdict in ("faster", "ahead") else "ahead"
+    elif high < 1:
+        verdict = c.verdict if c.verdict in ("slower", "behind") else "behind"
+    else:
+        verdict = "undecided"
     return dataclasses.replace(c, low=low, high=high, verdict=verdict)  # type: ignore[arg-type]
 
 

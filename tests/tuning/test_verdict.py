@@ -172,3 +172,9 @@ def test_on_a_busy_machine_search_intervals_widen_by_the_cpu_others_took():
     far = Comparison(ratio=100.0, low=60.0, high=200.0, verdict="ahead", windows=1,
                      basis="search figures")  # fmt: skip
     assert _widened(far, 2.0).verdict == "ahead"  # a load burst cannot explain 60x
+    claim = Comparison(ratio=1.08, low=1.02, high=1.15, verdict="faster", windows=2,
+                       basis="windows in fresh processes")  # fmt: skip
+    assert _widened(claim, 1.9).verdict == "undecided"  # no real difference on a busy machine
+    big = Comparison(ratio=3.0, low=2.5, high=3.5, verdict="faster", windows=2,
+                     basis="windows in fresh processes")  # fmt: skip
+    assert _widened(big, 1.9).verdict == "faster"
