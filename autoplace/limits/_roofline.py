@@ -8,6 +8,8 @@ the fixed cost of each step. The regime is named from the measurements, in this 
 * **overhead-bound**: the step takes under :data:`FLOOR_MULTIPLE` times the dispatch
   floor (the time of a trivial jitted call), or its fixed cost (the cost model's ``a``,
   the part no batch size changes) is at least :data:`FIXED_SHARE` of it;
+* else, where it uses under :data:`ROOF_SHARE` of both the peak and the bandwidth,
+  **overhead-bound** too: neither roof holds it back;
 * else **compute-bound** or **memory-bound**: whichever of the peak and the bandwidth the
   step uses the larger share of;
 * else nothing: without XLA's FLOPs and bytes the roofline cannot be drawn, and it says so.
@@ -33,6 +35,9 @@ Regime = Literal["overhead-bound", "memory-bound", "compute-bound"]
 FLOOR_MULTIPLE = 4.0
 #: A step whose fixed cost is at least this share of it is overhead-bound.
 FIXED_SHARE = 0.5
+#: A step using less than this share of both the peak and the bandwidth is held back by
+#: neither roof: overhead-bound.
+ROOF_SHARE = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +118,8 @@ class Roofline:
         compute, memory = self.of_peak, self.of_bandwidth
         if compute is None or memory is None:
             return None
+        if max(compute, memory) < ROOF_SHARE:
+            return "overhead-bound"
         return "compute-bound" if compute >= memory else "memory-bound"
 
     def why(self) -> str:
@@ -123,8 +130,12 @@ class Roofline:
                 whole = self.fixed_of_s or self.step_s
                 return (f"overhead-bound (the fixed {seconds(self.fixed_s)} of a "
                         f"{seconds(whole)} step)")  # fmt: skip
-            return (f"overhead-bound (the step takes {self.step_s / self.dispatch_floor:.1f} "
-                    f"times the {seconds(self.dispatch_floor)} dispatch floor)")  # fmt: skip
+            if self.step_s <= FLOOR_MULTIPLE * self.dispatch_floor:
+                return (f"overhead-bound (the step takes {self.step_s / self.dispatch_floor:.1f}"
+                        f" times the {seconds(self.dispatch_floor)} dispatch floor)")  # fmt: skip
+            return (f"overhead-bound (it uses {_pct(self.of_peak)} of the peak and "
+                    f"{_pct(self.of_bandwidth)} of the memory bandwidth: neither roof holds "
+                    "it back)")  # fmt: skip
         if regime is None:
             return "XLA gave no FLOPs or bytes for this step: its place on the roofline is unknown"
         return (f"{regime} ({_pct(self.of_peak)} of the peak, {_pct(self.of_bandwidth)} of the "

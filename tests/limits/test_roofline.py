@@ -37,8 +37,10 @@ def test_a_step_near_the_dispatch_floor_or_mostly_fixed_cost_is_overhead_bound()
     fixed = roofline(step(step_s=1e-3, flops=1e6, bytes_accessed=1e6), LIMITS, fixed_s=0.7e-3)
     assert fixed.regime == "overhead-bound"
     assert "the fixed 700 µs of a 1 ms step" in fixed.sentence("cpu")
-    busy = roofline(step(step_s=1e-3, flops=1e6, bytes_accessed=1e6), LIMITS, fixed_s=0.2e-3)
+    busy = roofline(step(step_s=1e-3, flops=50e6, bytes_accessed=1e6), LIMITS, fixed_s=0.2e-3)
     assert busy.regime != "overhead-bound"
+    neither = roofline(step(step_s=1e-3, flops=5e6, bytes_accessed=5e5), LIMITS)
+    assert neither.regime == "overhead-bound" and "neither roof holds it back" in neither.why()
 
 
 def test_the_larger_share_of_peak_or_bandwidth_names_compute_or_memory_bound():
