@@ -162,8 +162,8 @@ def explain_figures(
 #: The last sentence where the machine's limits were not measured.
 UNPLACED = (
     "Not placed against this machine's peak FLOP/s, bandwidth and dispatch floor: "
-    "`autoplace limits` measures them once (about 10 s), then `autoplace explain` says how "
-    "far each arm's step is from them."
+    "`autoplace limits` measures them once (7 s on a 2-core CPU), then `autoplace explain` "
+    "says how far each arm's step is from them."
 )
 
 

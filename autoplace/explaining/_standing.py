@@ -9,6 +9,7 @@ from typing import Any
 
 from autoplace import units
 from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
+from autoplace.limits import MachineLimits
 
 
 def explain_standing(
@@ -17,7 +18,7 @@ def explain_standing(
     space: Any = None,
     device_memory: Mapping[str, int | None] | None = None,
     margin: float = MEMORY_MARGIN,
-    limits: Any = None,
+    limits: MachineLimits | None = None,
 ) -> Explanation:
     """The explanation of a :class:`~autoplace.tuning.Standing`'s pick (what ``tune`` adds
     to its recommendation file). Causes are named only where the points support them

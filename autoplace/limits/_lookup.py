@@ -59,14 +59,9 @@ def machine_limits(
     key = machine_key(cache)
     assert key is not None  # devices listed when not cached
     path = cache.limits_path(_digest(key))
-    entry = None if request.refresh else cache.read(path)
-    if entry is not None:
-        try:
-            held = MachineLimits.from_dict(entry, cached=True)
-            if held.key == key:
-                return held
-        except ValueError:
-            cache.damaged(path)
+    held = None if request.refresh else _held(cache, path, key, say_damaged=True)
+    if held is not None:
+        return held
     limits = _measure(request, key, on_progress)
     cache.write(path, limits.as_dict())
     return limits
@@ -82,12 +77,20 @@ def cached_limits(cache: Any = None, backend: Any = None) -> MachineLimits | Non
     key = machine_key(cache, backend, list_devices=False)
     if key is None:
         return None
-    entry = cache.read(cache.limits_path(_digest(key)))
+    return _held(cache, cache.limits_path(_digest(key)), key, say_damaged=False)
+
+
+def _held(cache: Any, path: Any, key: Mapping[str, Any], say_damaged: bool) -> MachineLimits | None:
+    """The limits cached at ``path`` if they were measured under ``key``; a damaged entry
+    is ``None``, and said (once) where ``say_damaged``."""
+    entry = cache.read(path)
     if entry is None:
         return None
     try:
         held = MachineLimits.from_dict(entry, cached=True)
     except ValueError:
+        if say_damaged:
+            cache.damaged(path)
         return None
     return held if held.key == key else None
 

@@ -94,24 +94,24 @@ def median_transfer(host_batch: Any, device: Any, cap_s: float) -> float:
     return float(np.median(times))
 
 
-def flops_of(compiled: Any) -> float | None:
+def _cost(compiled: Any, figure: str) -> float | None:
+    """One figure of XLA's cost analysis of ``compiled`` (``None`` where it gives none)."""
     analysis = compiled.cost_analysis()
     if isinstance(analysis, list):  # older jax returned one dict per program
         analysis = analysis[0] if analysis else None
-    if not analysis or "flops" not in analysis:
+    if not analysis or figure not in analysis:
         return None
-    return float(analysis["flops"])
+    return float(analysis[figure])
+
+
+def flops_of(compiled: Any) -> float | None:
+    return _cost(compiled, "flops")
 
 
 def bytes_accessed_of(compiled: Any) -> float | None:
-    """Bytes one call reads and writes, by XLA's cost analysis (``None`` where it gives
-    none): with the FLOPs, a step's arithmetic intensity on the roofline."""
-    analysis = compiled.cost_analysis()
-    if isinstance(analysis, list):
-        analysis = analysis[0] if analysis else None
-    if not analysis or "bytes accessed" not in analysis:
-        return None
-    return float(analysis["bytes accessed"])
+    """Bytes one call reads and writes: with the FLOPs, a step's arithmetic intensity on
+    the roofline."""
+    return _cost(compiled, "bytes accessed")
 
 
 def predicted_bytes(compiled: Any) -> int | None:

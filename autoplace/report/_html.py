@@ -229,8 +229,9 @@ def _roofline(explanation: Explanation) -> Any:
     if not placed:
         return None
     fig = go.Figure()
-    low = min(r.intensity for r in placed) / 10  # type: ignore[operator]
-    high = max(max(r.intensity for r in placed) * 10, *(r.peak_flops / r.bandwidth for r in placed))  # type: ignore[operator]
+    intensities = [r.intensity for r in placed if r.intensity]
+    ridges = [r.peak_flops / r.bandwidth for r in placed]
+    low, high = min(intensities) / 10, max(max(intensities) * 10, *ridges)
     roofs = {(r.config.device, r.config.precision): r for r in placed}
     for n, ((device, precision), r) in enumerate(sorted(roofs.items())):
         ridge = r.peak_flops / r.bandwidth

@@ -14,7 +14,7 @@ from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.findings import as_dict as finding_dict
-from autoplace.limits import cached_limits
+from autoplace.limits import MachineLimits, cached_limits
 from autoplace.objectives import make_objective
 from autoplace.settings import DEFAULT_MAX_DEVIATION
 from autoplace.study import (
@@ -282,7 +282,7 @@ def fill_fit(
     return result.new_trials
 
 
-def _limits_for(doc: Mapping[str, Any] | None, attrs: Mapping[str, Any]) -> Any:
+def _limits_for(doc: Mapping[str, Any] | None, attrs: Mapping[str, Any]) -> MachineLimits | None:
     """This machine's cached limits, if the study was measured on a machine with the same
     CPU and devices (a study from elsewhere is not placed against this one's roofline)."""
     limits = cached_limits()

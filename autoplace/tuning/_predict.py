@@ -7,15 +7,15 @@ ratio of the two. Where it may speak:
 
 - one batch size below the run of batches it holds over (below it the device is not yet
   filled, and small batches run slower than the line);
-- an arm measured at one batch size has no line: each larger batch, up to a failure, gets
-  that batch's score (the flat line of no fixed cost; a fixed cost only makes the
-  throughput rise with the batch), its error compounding from two steps out;
-- every batch size above it, up to the arm's first failure or the space's end. The
+- every batch size above that run, up to the arm's first failure or the space's end. The
   throughput ``b/(a + c·b)`` of a line only rises towards ``1/c`` as the batch grows, so
   far above the run the prediction is close to the line's ceiling: a plateau, where a
   search that stopped climbing an arm early cannot rule out that its larger batches are
   as good as the pick (the verdict benchmark found such arms behind most tunes that
-  disagreed, 2026-11-25).
+  disagreed, 2026-11-25);
+- an arm measured at one batch size has no line: each larger batch, up to a failure, gets
+  that batch's score (the flat line of no fixed cost; a fixed cost only makes the
+  throughput rise with the batch), its error compounding from two steps out.
 
 A line over :data:`MIN_POINTS` batches or more was 3-16% off at a batch one step beyond
 them (median 7.6%, the explain benchmark), so a prediction one step away carries

@@ -306,13 +306,12 @@ def _rank(
     On a busy machine a timed loop, a search figure or a turn of a window, can be slowed by
     a burst of other processes' load by as much as they take from it: ``contention`` (see
     :func:`_contention`). So every comparison has its interval widened by that factor
-    either way before it is judged (2026-11-25: a busy LSTM tune's "faster" over float32
-    at 64, 1.08 with two windows, read 0.99 re-measured on the idle machine), and every
-    one still undecided is a configuration the pick could not be told apart from,
-    however far its estimate
-    (2026-11-25: a lucky search figure under load left a pick alone, with nothing it
-    could not be told apart from, that four other tunes of the same workload did not
-    pick; each of them listed it)."""
+    either way before it is judged, and every one still undecided is a configuration the
+    pick could not be told apart from, however far its estimate
+    (:attr:`Standing.equivalent`). Both from 2026-11-25's busy runs: a lucky search figure
+    left a pick alone, listing nothing, that four other tunes did not pick; and a busy
+    LSTM tune's "faster" over float32 at 64, 1.08 in two windows, read 0.99 re-measured
+    on the idle machine."""
     confirmed.sort(key=lambda s: -objective.key(s.score))
     rest = [s for s in searched if s.config not in {x.config for x in confirmed}]
     if confirmed:
@@ -371,7 +370,7 @@ def _rank(
 
 
 def _contention(interference: Interference | None) -> float:
-    """How much slower than it would run alone a search figure may read on a busy machine:
+    """How much slower than it would run alone a timed loop may read on a busy machine:
     ``1 / cpu_share``, the CPU the measured processes got against what they would have
     got alone (0.5 beside two spinning processes on two cores: 2x); 1 on a quiet one."""
     if interference is None or not interference.busy or not interference.cpu_share:

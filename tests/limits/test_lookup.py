@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -26,9 +25,8 @@ def test_the_probe_measures_each_limit_then_the_cache_answers_without_measuring(
         assert figure.windows == 2 and 0 < figure.low <= figure.median <= figure.high
     assert cpu.peak_flops["float32"].median > 1e8  # any CPU of this century
     assert 0 < cpu.dispatch_floor.median < 1e-3  # a trivial call: microseconds, not ms
-    started = time.perf_counter()
     again = machine_limits(QUICK, cache=cache, on_progress=said.append)
-    assert again.cached and time.perf_counter() - started < 5
+    assert again.cached  # read back, not measured: the probe ran once (below)
     assert again.as_dict() == fresh.as_dict() and cached_limits(cache).as_dict() == fresh.as_dict()
     assert len([s for s in said if "measuring" in s]) == 1
 
