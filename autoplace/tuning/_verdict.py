@@ -48,7 +48,6 @@ from autoplace.tuning._margin import (
 from autoplace.tuning._predict import compare_predicted, predicted
 from autoplace.tuning._remedy import Remedy, remedy_of
 from autoplace.tuning._space import Arm, Space, arm_of
-from autoplace.tuning._strategies import MAX_GROUP
 
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.20
@@ -511,9 +510,13 @@ def confirmation_window(
     return in_turn_order(chosen, min(done.values()))
 
 
+#: The most finalists a duel times beside the pick.
+DUEL_RIVALS = 3
+
+
 def duel(now: Standing) -> list[Config]:
     """The pick and the confirmed finalists it could not be told apart from (closest first,
-    at most :data:`MAX_GROUP` of them), to be timed in one more, longer window, when the
+    at most :data:`DUEL_RIVALS` of them), to be timed in one more, longer window, when the
     confirmation windows left them undecided and one more window could settle it
     (:func:`._margin.could_decide`). None once the pick has had more than
     :data:`MIN_WINDOWS` windows (its duel), or when nothing undecided could be settled."""
@@ -525,7 +528,7 @@ def duel(now: Standing) -> list[Config]:
         s.config
         for s, c in now.equivalent
         if s.confirmed and c.verdict == "undecided" and could_decide(c, now.noise)
-    ][:MAX_GROUP]
+    ][:DUEL_RIVALS]
     if not undecided:
         return []
     return in_turn_order([best.config, *undecided], len(best.rounds))

@@ -65,14 +65,19 @@ def test_several_widths_record_the_best_placement_of_each(env):
     assert [p["width"] for p in rec.read(env["out"])["per_width"]] == [64, 128]
 
 
+#: A grid of two groups: MAX_GROUP batches, then the rest with the best so far as reference.
+TWO_GROUPS = tuple(8 * 2**i for i in range(tuning.MAX_GROUP + 3))
+
+
 def test_remeasure_measures_again(env):
     grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
+    grid["batch_sizes"] = TWO_GROUPS
     run(env, SyntheticBackend(), **grid)
     again = SyntheticBackend()
     result = run(env, again, **grid, remeasure=True)
     # every configuration once more, and the best so far again as the second group's reference
     assert {r.config for r in again.measured} == set(result.space.configs())
-    assert len(again.measured) == result.new_trials == 5 + 1
+    assert len(again.measured) == result.new_trials == len(TWO_GROUPS) + 1
 
 
 def test_too_big_is_pruned_before_running_and_not_retried(env):
@@ -88,24 +93,28 @@ def test_too_big_is_pruned_before_running_and_not_retried(env):
 
 
 def test_interrupt_keeps_what_was_measured_and_resume_finishes(env):
-    # The grid measures 8, 16 and 32 together, then 64 and 128 with the best so far (32)
-    # as reference; the interrupt comes during that second group, the one in flight.
+    # The grid measures its first MAX_GROUP batches together, then the rest with the best
+    # so far (the largest of the first) as reference; the interrupt comes during that second
+    # group, the one in flight.
     grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
+    grid["batch_sizes"] = TWO_GROUPS
+    first, rest = TWO_GROUPS[: tuning.MAX_GROUP], TWO_GROUPS[tuning.MAX_GROUP :]
+    second = [first[-1], *rest]
     env["out"].write_text("a finished recommendation\n")  # of an earlier run
-    result = run(env, SyntheticBackend(interrupt_at=5), **grid)
-    assert result.interrupted and result.new_trials == 3
+    result = run(env, SyntheticBackend(interrupt_at=len(first) + 2), **grid)
+    assert result.interrupted and result.new_trials == len(first)
     # the pick so far goes beside --out, never over a finished recommendation
     partial = env["out"].with_name("autoplace.partial.toml")
-    assert result.out == partial and rec.read(partial)["study"]["measured"] == 3
+    assert result.out == partial and rec.read(partial)["study"]["measured"] == len(first)
     assert env["out"].read_text() == "a finished recommendation\n"
     study = load(result.study_name, env)
     interrupted = [t.params["batch_size"] for t in study.trials if t.user_attrs.get("interrupted")]
-    assert interrupted == [32, 64, 128]
+    assert interrupted == second
     again = SyntheticBackend()
     result = run(env, again, **grid)
-    assert [r.config.batch_size for r in again.measured] == [32, 64, 128]
-    assert not result.interrupted and len(result.measurements) == 5
-    assert rec.read(env["out"])["study"]["measured"] == 5 and not partial.exists()
+    assert [r.config.batch_size for r in again.measured] == second
+    assert not result.interrupted and len(result.measurements) == len(TWO_GROUPS)
+    assert rec.read(env["out"])["study"]["measured"] == len(TWO_GROUPS) and not partial.exists()
 
 
 def test_the_recommendation_file_is_readable_as_the_umask_says(env):
@@ -476,12 +485,13 @@ def test_an_interrupt_outside_the_measurement_still_keeps_everything_and_writes_
             raise KeyboardInterrupt
 
     grid = dict(strategy=autoplace.Grid(), precisions=["float32"], confirm=0)
+    grid["batch_sizes"] = TWO_GROUPS
     result = run(env, SyntheticBackend(), **grid, **{where: hear})
     assert result.interrupted and result.out == env["out"].with_name("autoplace.partial.toml")
     assert rec.read(result.out)["study"]["measured"] >= 1
     again = SyntheticBackend()
     finished = run(env, again, **grid)
-    assert not finished.interrupted and len(finished.measurements) == 5
+    assert not finished.interrupted and len(finished.measurements) == len(TWO_GROUPS)
     study = load(finished.study_name, env)
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
