@@ -35,6 +35,9 @@ class Candidate:
     #: ``measured`` or ``predicted`` (by XLA).
     peak_bytes_source: str | None
     deviation_vs_float32: float | None
+    #: Steps to run in one call (``autoplace.fuse``): more than one only for the pick, when
+    #: its windows showed it faster beyond doubt; ``peak_bytes`` is then that call's.
+    steps_per_call: int = 1
 
     @property
     def arm(self) -> tuple[str, str, int | None]:
@@ -195,4 +198,7 @@ def _typed(kind: type, data: Mapping[str, Any]) -> Any:
         raise ValueError(f"a configuration whose batch size is not a whole number: {batch!r}")
     if "confirmed" in values:
         values["confirmed"] = bool(values["confirmed"])
+    if "steps_per_call" in values:  # answers kept before steps per call were timed: one
+        k = values["steps_per_call"]
+        values["steps_per_call"] = 1 if k is None else int(k)
     return kind(**values)

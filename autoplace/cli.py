@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from autoplace.errors import AutoplaceError, BadInputError
-from autoplace.settings import DEFAULT_MAX_DEVIATION
+from autoplace.settings import DEFAULT_MAX_DEVIATION, DEFAULT_STEPS_PER_CALL
 
 app = typer.Typer(
     name="autoplace",
@@ -247,6 +247,17 @@ QuietWaitOpt = Annotated[
 ]
 
 
+_STEPS_PER_CALL = ",".join(map(str, DEFAULT_STEPS_PER_CALL))
+StepsPerCallOpt = Annotated[
+    str,
+    typer.Option(
+        "--steps-per-call",
+        help="Steps per jitted call to time the pick at beside one, where its fixed cost "
+        "matters (e.g. 4,16; 1 to never fuse steps).",
+    ),
+]
+
+
 MaxDeviationOpt = Annotated[
     str,
     typer.Option(
@@ -281,6 +292,7 @@ def tune(
     measure_timeout: MeasureTimeoutOpt = 300.0,
     if_busy: IfBusyOpt = "warn",
     quiet_wait: QuietWaitOpt = 600.0,
+    steps_per_call: StepsPerCallOpt = _STEPS_PER_CALL,
     as_json: JsonOpt = False,
 ) -> None:
     """Search device x batch size x precision x width and write a recommendation file."""
@@ -315,6 +327,7 @@ def tune(
             ),
             if_busy=if_busy,
             quiet_wait=quiet_wait,
+            steps_per_call=parse_ints(steps_per_call, "--steps-per-call"),
         )
         if as_json:
             result = run_tune(request)

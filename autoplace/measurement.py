@@ -98,6 +98,13 @@ class Measurement:
     #: ``NAME=value`` settings the measuring process started with beside the user's own
     #: environment (an allocator setting autoplace timed as a remedy); empty: none.
     environment: tuple[str, ...] = ()
+    #: Steps run in one call (``K``: the step fused over ``K`` stacked batches, one transfer
+    #: a call; see :func:`autoplace.fuse`). Every per-step figure is per step all the same
+    #: (``step_s``, the chunks, ``transfer_s``, ``batch_bytes``, page faults: the call's
+    #: over ``K``); ``peak_bytes``, ``predicted_bytes``, ``compile_s`` and ``first_call_s``
+    #: are the call's, its ``K`` batches included. ``flops`` and ``bytes_accessed`` are
+    #: ``None``: XLA's cost analysis counts a loop's body once, whatever its trip count.
+    steps_per_call: int = 1
     #: Other runnable tasks on the machine, on average at the end of the timed chunks.
     others_running: float | None = None
     #: The share of the timed chunks' wall time some task waited for a CPU (Linux's

@@ -10,6 +10,9 @@ from autoplace.errors import BadInputError
 #: The largest relative deviation from float32 a recommended lower precision may show
 #: (``--max-deviation``; docs/search.md says why this value, for training and inference).
 DEFAULT_MAX_DEVIATION = 0.05
+#: The steps per call a tune times the pick at beside one, where its fixed cost matters
+#: (``--steps-per-call``; see ``autoplace.tuning._fusing``).
+DEFAULT_STEPS_PER_CALL = (4, 16)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,11 @@ class MeasureRequest:
     ``env``: environment variables the measuring process starts with (an allocator setting
     autoplace times as a remedy). Only a process started for this request can have them:
     :meth:`autoplace.Backend.measure_fresh` honours them, the other calls refuse them.
+
+    ``steps_per_call``: steps run in one call of the compiled program (``K``): the step
+    fused with :func:`autoplace.fuse` over ``K`` batches stacked along a new leading axis,
+    one transfer a call. The measurement's figures stay per step (see
+    :attr:`autoplace.Measurement.steps_per_call`).
     """
 
     model_file: str
@@ -76,3 +84,9 @@ class MeasureRequest:
     config: Config
     settings: MeasureSettings = MeasureSettings()
     env: tuple[tuple[str, str], ...] = ()
+    steps_per_call: int = 1
+
+    def __post_init__(self) -> None:
+        k = self.steps_per_call
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise BadInputError(f"steps per call is a whole number of 1 or more, got {k!r}")

@@ -6,9 +6,11 @@
 The first run on a machine tunes (19 s on our 2-core CPU machine) and caches the answer;
 every later start finds it in milliseconds, until the model file, the jax/jaxlib versions or the
 machine change. The training loop is an ordinary one: the recommended device, batch size,
-precision and width go straight into it. With ``--steps-per-call K`` it runs K steps in
-each jitted call (``autoplace.fuse``): the same training, the fixed cost of a call paid
-once per K steps (docs/limits.md).
+precision and width go straight into it, and so do the steps per call: where the pick's
+fixed cost matters, the tune timed K steps in one jitted call (``autoplace.fuse``: the
+same training, the fixed cost of a call paid once per K steps) against one, and
+``rec.steps_per_call`` is the K it found faster beyond doubt, else 1 (docs/limits.md).
+``--steps-per-call K`` overrides it.
 """
 
 from __future__ import annotations
@@ -28,9 +30,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-batch-size", type=int, default=None)
-    parser.add_argument("--steps-per-call", type=int, default=1, help="steps in one jitted call")
+    parser.add_argument(
+        "--steps-per-call",
+        type=int,
+        default=None,
+        help="steps in one jitted call [default: the recommendation's]",
+    )
     args = parser.parse_args()
-    if args.steps_per_call < 1:
+    if args.steps_per_call is not None and args.steps_per_call < 1:
         parser.error("--steps-per-call is 1 or more")
 
     started = time.perf_counter()
@@ -58,7 +65,7 @@ def main() -> None:
     with jax.default_device(device):
         work = model.mlp(rec.width, dtype)  # the workload autoplace measured, as the user built it
         step = jax.jit(work.step, donate_argnums=0)
-        k = args.steps_per_call
+        k = args.steps_per_call or rec.steps_per_call  # what the tune timed faster, else 1
         fused = jax.jit(autoplace.fuse(work.step, k), donate_argnums=0)  # k steps a call
         state = jax.device_put(work.state, device)
 

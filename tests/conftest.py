@@ -238,3 +238,16 @@ def study_name(storage_url: str) -> Iterator[str]:
     yield name
     with storage_at(storage_url) as storage, contextlib.suppress(KeyError):
         optuna.delete_study(study_name=name, storage=storage)
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A tune's files for the synthetic backend: a model file (never read), a study and a
+    recommendation file of the test's own (``tests/recommending`` has its own ``env``)."""
+    model_file = tmp_path / "model.py"
+    model_file.write_text("# synthetic\n")
+    return {
+        "model": model_file,
+        "storage": f"journal:///{tmp_path / 'studies.log'}",
+        "out": tmp_path / "autoplace.toml",
+    }

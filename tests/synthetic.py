@@ -23,9 +23,10 @@ OVERHEAD = {"cpu:0": 1e-4, "cpu:1": 5e-4}
 TURNS = 10
 
 
-def step_time(device: str, batch: int, precision: str) -> float:
-    """Fixed overhead plus per-sample cost, with a penalty past a cache size of 2048."""
-    t = OVERHEAD.get(device, 1e-4) + batch * PER_SAMPLE[precision]
+def step_time(device: str, batch: int, precision: str, steps_per_call: int = 1) -> float:
+    """Fixed overhead (paid once a call: ``steps_per_call`` steps share it) plus per-sample
+    cost, with a penalty past a cache size of 2048."""
+    t = OVERHEAD.get(device, 1e-4) / steps_per_call + batch * PER_SAMPLE[precision]
     if batch > 2048:
         t *= 1.0 + (batch - 2048) / 2048
     return t
@@ -130,7 +131,8 @@ class SyntheticBackend:
         predicted = c.batch_size * 1000
         if self._memory_limit is not None and predicted > self._memory_limit:
             return Measurement(status="too_big", reason="predicted over limit", **base)
-        t = step_time(c.device, c.batch_size, c.precision)
+        k = request.steps_per_call
+        t = step_time(c.device, c.batch_size, c.precision, k)
         # Deterministic jitter of +-1% so ties are broken the same way every run.
         jitter = int(hashlib.sha1(c.label().encode()).hexdigest()[:4], 16) / 65535 * 0.02 - 0.01
         t *= 1 + jitter
@@ -150,9 +152,10 @@ class SyntheticBackend:
             transfer_s=t * 0.1,
             samples_per_s=c.batch_size / t,
             fed_samples_per_s=c.batch_size / (t * 1.1),
-            predicted_bytes=predicted,
-            peak_bytes=predicted,
+            predicted_bytes=predicted * k,
+            peak_bytes=predicted * k,
             peak_bytes_source="predicted",
+            steps_per_call=k,
             finite=True,
             deviation_vs_float32=self._deviation_of(request),
             **base,

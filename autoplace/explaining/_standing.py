@@ -58,4 +58,16 @@ def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
                 "; of configurations within 2% of each other, autoplace prefers float32, "
                 "then the smaller batch"
             )
-    return dataclasses.replace(explanation, sentences=(text + ".", *explanation.sentences))
+    fused = _fused(standing)
+    return dataclasses.replace(explanation, sentences=(text + ".", *fused, *explanation.sentences))
+
+
+def _fused(standing: Any) -> tuple[str, ...]:
+    """The sentence on steps per call, where the tune timed them (``standing.fusing``): at
+    the pick's batch, what the best K did against one a call, and what to run."""
+    fusing = standing.fusing
+    if fusing is None:
+        return ()
+    share = fusing.fixed_share
+    why = "" if share is None else f" (its fixed cost is {share:.0%} of a step at one a call)"
+    return (f"At batch {standing.best.config.batch_size}{why}, {fusing.text()}.",)

@@ -28,6 +28,7 @@ each phase sets them, and turns them into a ``Measurement`` in one place.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import gc
 import os
@@ -44,6 +45,7 @@ import jax.numpy as jnp
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
+from autoplace.fusing import fuse, stack
 from autoplace.machine import cores
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress
@@ -338,6 +340,8 @@ class Engine:
             request, run.fn, run.width, config.precision
         )
         host = [host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
+        if request.steps_per_call > 1:
+            workload, host = fused(workload, host, request.steps_per_call)
         run.batch_bytes = tree_bytes(host[0])
         state, batch, run.transfer_s, run.timing_s = transfer(
             workload, host[0], device, s.transfer_cap_s, path
@@ -377,7 +381,10 @@ class Engine:
         if None not in (mark, in_use, after) and after > mark:  # type: ignore[operator]
             own = after - in_use + resident  # type: ignore[operator]
             run.peak_bytes, run.peak_bytes_source = own, "measured"
-        run.first_out = jax.device_get(out) if s.deviation else None
+        # A fused call's output is K steps' (a state K steps on, or K stacked predictions),
+        # never float32's one step: its precision is compared unfused.
+        compare = s.deviation and request.steps_per_call == 1
+        run.first_out = jax.device_get(out) if compare else None
         run.compiled = executable.compiled
         run.train = workload.kind == "train"
         run.state, run.out = (out if run.train else state), out
@@ -502,8 +509,18 @@ class Engine:
             self._references.popitem(last=False)
 
 
+def fused(workload: Workload, host: Sequence[Any], k: int) -> tuple[Workload, list[Any]]:
+    """The workload running ``k`` steps a call (:func:`autoplace.fuse`), and its two host
+    batches each made ``k`` batches stacked along a new leading axis (the two alternating,
+    so that every step still sees a batch of its own shape and values)."""
+    step = fuse(workload.step, k, workload.kind)
+    stacks = [stack([host[(i + j) % len(host)] for j in range(k)]) for i in range(len(host))]
+    return dataclasses.replace(workload, step=step), stacks
+
+
 def _executable_key(request: MeasureRequest, width: int | None, precision: str) -> tuple:
     """What a compiled step depends on: the workload, its width and precision, the batch
-    size and the device."""
+    size, the device and the steps per call."""
     r, c = request, request.config
-    return (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
+    key = (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
+    return key if r.steps_per_call == 1 else (*key, r.steps_per_call)

@@ -76,7 +76,8 @@ class Run:
         failure of the user's program, and raises it."""
         what = "running the fed steady-state loop" if fed else "running the steady-state loop"
         try:
-            with self.stats.around(k), user_phase(what, Path(self.request.model_file)):
+            steps = k * self.request.steps_per_call
+            with self.stats.around(steps), user_phase(what, Path(self.request.model_file)):
                 st, o = self.state, self.out
                 t0 = time.perf_counter()
                 for i in range(k):
@@ -103,7 +104,9 @@ class Run:
         """The measurement, every field named here; a figure never reached stays ``None``
         (a sequence, empty). The backend adds ``worker_start_s`` and ``wall_s``."""
         status, reason = self._status()
-        config, exe, steps, fed = self.request.config, self.executable, self.steps, self.fed
+        config, exe = self.request.config, self.executable
+        k = self.request.steps_per_call  # the loops timed calls: each figure is per step
+        steps, fed = per_step(self.steps, k), per_step(self.fed, k)
         samples_per_s, fed_samples_per_s, flops_per_s = self._throughputs()
         return Measurement(
             status=status,
@@ -127,13 +130,15 @@ class Run:
             fed_step_s=None if fed is None else fed.step_s,
             fed_step_spread=None if fed is None else fed.spread,
             fed_step_chunk_s=() if fed is None else fed.chunk_s,
-            transfer_s=self.transfer_s,
-            batch_bytes=self.batch_bytes,
+            transfer_s=None if self.transfer_s is None else self.transfer_s / k,
+            batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
             samples_per_s=samples_per_s,
             fed_samples_per_s=fed_samples_per_s,
-            flops=None if exe is None else exe.flops,
+            # XLA's cost analysis counts a loop's body once, whatever its trip count: a
+            # fused call's figures are neither the call's nor surely a step's, so none.
+            flops=None if exe is None or k > 1 else exe.flops,
             flops_per_s=flops_per_s,
-            bytes_accessed=None if exe is None else exe.bytes_accessed,
+            bytes_accessed=None if exe is None or k > 1 else exe.bytes_accessed,
             predicted_bytes=None if exe is None else exe.predicted_bytes,
             peak_bytes=self.peak_bytes,
             peak_bytes_source=self.peak_bytes_source,
@@ -145,7 +150,8 @@ class Run:
             timing_compiles=self.timing_compiles,
             compile_cache=None if exe is None else exe.cache,
             fresh_process=self.fresh_process,
-            environment=tuple(f"{k}={v}" for k, v in self.request.env),
+            environment=tuple(f"{name}={v}" for name, v in self.request.env),
+            steps_per_call=k,
             interleaved_with=self.interleaved_with,
             interleave_id=self.interleave_id,
             worker_start_s=None,
@@ -165,8 +171,20 @@ class Run:
         are timed: a run whose loops both ran goes on to the checks, which they open."""
         if self.steps is None or self.fed is None or self.executable is None:
             return None, None, None
-        batch_size, flops = self.request.config.batch_size, self.executable.flops
+        # Per call: K steps of batch_size samples (a fused call's FLOPs are not known).
+        k = self.request.steps_per_call
+        batch_size = self.request.config.batch_size * k
+        flops = self.executable.flops if k == 1 else None
         samples_per_s = batch_size / self.steps.step_s
         fed_samples_per_s = batch_size / self.fed.step_s
         flops_per_s = None if flops is None else flops / self.steps.step_s
         return samples_per_s, fed_samples_per_s, flops_per_s
+
+
+def per_step(loop: LoopTiming | None, k: int) -> LoopTiming | None:
+    """A loop timed in calls of ``k`` steps, per step (the spread, relative, is the same)."""
+    if loop is None or k == 1:
+        return loop
+    return dataclasses.replace(
+        loop, step_s=loop.step_s / k, chunk_s=tuple(c / k for c in loop.chunk_s)
+    )

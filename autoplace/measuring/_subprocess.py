@@ -494,7 +494,7 @@ class SubprocessBackend:
         compile a user's process pays is the one that filled the cache."""
         c = request.config
         key = (request.model_file, request.sha256, request.workload, m.width, c.precision,
-               c.batch_size, c.device)  # fmt: skip
+               c.batch_size, c.device, request.steps_per_call)  # fmt: skip
         if m.compile_s is None:
             return m
         if m.compile_cache != "hit":

@@ -228,6 +228,7 @@ class _Lookup:
             why=(answer.why or ("",))[0] if winner else "",
             limits=notes,
             study=answer.study,
+            steps_per_call=pick.steps_per_call,
         )
 
     def fallback(self, why: str) -> Recommendation:

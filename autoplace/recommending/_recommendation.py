@@ -35,6 +35,9 @@ class Recommendation:
         limits: how the caller's limits were applied (the memory margin's arithmetic, a
             batch-size cap, a numeric tolerance), one line each.
         study: the study that measured it.
+        steps_per_call: steps to run in one jitted call (``autoplace.fuse(step, k)`` over
+            ``k`` stacked batches): more than one where the tune timed it faster than one
+            a call beyond doubt, else 1.
     """
 
     device: str
@@ -57,6 +60,7 @@ class Recommendation:
     why: str = ""
     limits: tuple[str, ...] = ()
     study: str | None = None
+    steps_per_call: int = 1
 
     @property
     def exact(self) -> bool:
@@ -81,6 +85,8 @@ class Recommendation:
         what = f"{self.device}, batch {self.batch_size}, {self.precision}"
         if self.width is not None:
             what += f", width {self.width}"
+        if self.steps_per_call > 1:
+            what += f", {self.steps_per_call} steps a call"
         if self.source == "fallback":
             return f"autoplace: {what} (fallback, nothing measured: {self.stale_reason})"
         when = self.measured_at.strftime("%Y-%m-%d %H:%M UTC") if self.measured_at else "?"
@@ -103,12 +109,14 @@ class Recommendation:
         return out
 
     def env(self) -> dict[str, str]:
-        """``AUTOPLACE_DEVICE``, ``AUTOPLACE_BATCH_SIZE``, ``AUTOPLACE_PRECISION`` (and
-        ``AUTOPLACE_WIDTH``, ``AUTOPLACE_SOURCE``) for shell launchers."""
+        """``AUTOPLACE_DEVICE``, ``AUTOPLACE_BATCH_SIZE``, ``AUTOPLACE_PRECISION``,
+        ``AUTOPLACE_STEPS_PER_CALL`` (and ``AUTOPLACE_WIDTH``, ``AUTOPLACE_SOURCE``) for shell
+        launchers."""
         out = {
             "AUTOPLACE_DEVICE": self.device,
             "AUTOPLACE_BATCH_SIZE": str(self.batch_size),
             "AUTOPLACE_PRECISION": self.precision,
+            "AUTOPLACE_STEPS_PER_CALL": str(self.steps_per_call),
             "AUTOPLACE_SOURCE": self.source,
         }
         if self.width is not None:

@@ -64,8 +64,11 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
 
 
 def _config_text(c: Any) -> str:
+    """A configuration or a measurement in short (a fused one's steps a call: ``x16/call``)."""
     width = "" if c.width is None else f" width={c.width}"
-    return f"{c.device} b={c.batch_size} {c.precision}{width}"
+    k = getattr(c, "steps_per_call", 1)
+    fused = f" x{k}/call" if k > 1 else ""
+    return f"{c.device} b={c.batch_size} {c.precision}{width}{fused}"
 
 
 class TuneProgress:
@@ -263,12 +266,16 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         return
     b = result.best.measurement
     width = "" if b.width is None else f", width {b.width}"
+    rec = result.document.get("recommendation", {})
+    k = rec.get("steps_per_call", 1)
+    score = units.score(result.best.score, obj.unit)
+    if k > 1:  # the score is one step a call's; the windows timed K against it
+        width += f", {k} steps a call"
+        score += f" at one a call, {rec['fusing']['ratio']:.2f}x that at {k}"
     console.print(
         f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
-        f"{units.score(result.best.score, obj.unit)} "
-        f"({confirmation(len(result.best.votes), b.fresh_process)})"
+        f"{score} ({confirmation(len(result.best.votes), b.fresh_process)})"
     )
-    rec = result.document.get("recommendation", {})
     closest = verdict_line(rec)
     if closest:
         console.print(closest, highlight=False)

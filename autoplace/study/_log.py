@@ -42,9 +42,10 @@ from autoplace.study._owner import Owner
 from autoplace.study._storage import reset_session
 from autoplace.study._url import file_path, mask_url, scrub, storage_key
 
-#: How a phase is stored: the search's quick measurements, or a confirmation (a duel
-#: is a confirmation too: finalists timed in turns at a longer cap).
-StoredPhase = Literal["search", "confirm", "remedy"]
+#: How a phase is stored: the search's quick measurements, a confirmation (a duel is a
+#: confirmation too: finalists timed in turns at a longer cap), a remedy's window or a
+#: window of the pick at several steps per call.
+StoredPhase = Literal["search", "confirm", "remedy", "fuse"]
 #: Where a trial keeps its whole Measurement: a system attribute (out of the dashboard's
 #: table, which shows the scalar figures below instead); studies written before kept it
 #: in the user attribute of the same name, which is still read.
@@ -108,12 +109,15 @@ class History:
         remedies: every measurement of a remedy's windows per configuration: the pick
             timed as it is and with a setting that may remedy what it showed (e.g. an
             allocator setting; ``Measurement.environment`` says which).
+        fused: every measurement of the steps-per-call windows per configuration: the
+            pick timed at one step a call and at several (``Measurement.steps_per_call``).
     """
 
     searches: tuple[tuple[Config, Measurement], ...] = ()
     confirmed: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     pending: frozenset[Config] = frozenset()
     remedies: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
+    fused: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
 
     def figures(self) -> dict[Config, Measurement]:
         """Each configuration's latest search measurement that ran (else its latest)."""
@@ -130,16 +134,17 @@ class History:
             {c: ms for c, ms in self.confirmed.items() if keep(c)},
             self.pending,
             {c: ms for c, ms in self.remedies.items() if keep(c)},
+            {c: ms for c, ms in self.fused.items() if keep(c)},
         )
 
     def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
         """This history with ``found`` (configurations just measured in ``phase``) added."""
         if phase == "search":
             return dataclasses.replace(self, searches=(*self.searches, *found))
-        kept = dict(self.confirmed if phase == "confirm" else self.remedies)
+        key = {"confirm": "confirmed", "remedy": "remedies", "fuse": "fused"}[phase]
+        kept = dict(getattr(self, key))
         for c, m in found:
             kept[c] = (*kept.get(c, ()), m)
-        key = "confirmed" if phase == "confirm" else "remedies"
         return dataclasses.replace(self, **{key: kept})
 
 
@@ -385,12 +390,16 @@ class OptunaStudyLog:
         if not self._read_only:
             self._reclaim(stale)
         finished.sort(key=lambda f: f[:2])
-        kept: dict[str, dict[Config, tuple[Measurement, ...]]] = {"confirm": {}, "remedy": {}}
+        kept: dict[str, dict[Config, tuple[Measurement, ...]]] = {
+            "confirm": {},
+            "remedy": {},
+            "fuse": {},
+        }
         for _, _, phase, c, m in finished:
             if phase in kept:
                 kept[phase][c] = (*kept[phase].get(c, ()), m)
         searches = tuple((c, m) for _, _, phase, c, m in finished if phase not in kept)
-        return History(searches, kept["confirm"], frozenset(pending), kept["remedy"])
+        return History(searches, kept["confirm"], frozenset(pending), kept["remedy"], kept["fuse"])
 
     def _alive(self, t: Any, now: dt.datetime) -> bool:
         """Whether a RUNNING trial's owner still measures it. This log's own: while it has

@@ -53,7 +53,10 @@ def build_answer(document: dict[str, Any], standing: Standing, sentences: Sequen
         closest=None if closest is None else _compared(closest),
         equivalent=tuple(_compared(e) for e in rec.get("equivalent", [])),
         findings=tuple(f["text"] for f in document.get("findings", [])),
-        candidates=tuple(_candidate(s) for s in standing.ranked[:MAX_CANDIDATES]),
+        candidates=tuple(
+            _candidate(s, standing if n == 0 else None)
+            for n, s in enumerate(standing.ranked[:MAX_CANDIDATES])
+        ),
     )
 
 
@@ -74,9 +77,13 @@ def _compared(c: dict[str, Any]) -> Compared:
     )
 
 
-def _candidate(s: Scored) -> Candidate:
+def _candidate(s: Scored, pick_of: Standing | None = None) -> Candidate:
+    """A ranked configuration; the pick (``pick_of`` its standing) with the steps per call
+    its windows recommend, and that call's peak memory."""
     m = s.measurement
     one_off = [x for x in (m.lower_s, m.compile_s) if x is not None]
+    k = pick_of.steps_per_call if pick_of is not None else 1
+    fused = pick_of.fusing.figures if pick_of is not None and pick_of.fusing and k > 1 else None
     return Candidate(
         device=m.device,
         batch_size=m.batch_size,
@@ -87,7 +94,8 @@ def _candidate(s: Scored) -> Candidate:
         step_s=m.step_s,
         fed_step_s=m.fed_step_s,
         compile_s=sum(one_off) if one_off else None,
-        peak_bytes=m.peak_bytes,
-        peak_bytes_source=m.peak_bytes_source,
+        peak_bytes=fused.peak_bytes if fused is not None else m.peak_bytes,
+        peak_bytes_source=fused.peak_bytes_source if fused is not None else m.peak_bytes_source,
         deviation_vs_float32=m.deviation_vs_float32,
+        steps_per_call=k,
     )

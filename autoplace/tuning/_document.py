@@ -99,6 +99,11 @@ def build_document(
     if best is None:
         return doc
     rec = doc["recommendation"]
+    rec["steps_per_call"] = standing.steps_per_call
+    if standing.fusing is not None:
+        # The pick at one step a call against several: what the best K did, and whether it
+        # is recommended (steps_per_call above).
+        rec["fusing"] = standing.fusing.as_dict()
     rec["windows"] = len(best.rounds)
     if standing.noise is not None:
         rec["noise"] = standing.noise.as_dict()

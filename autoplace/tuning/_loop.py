@@ -9,7 +9,8 @@ Each pass of the loop:
    so far as the group's reference (search); else the finalists, measured together
    (confirm); else the winner and its closest challenger when the confirmation
    could not tell them apart (duel); else, when the pick maps fresh memory every step,
-   it as it is and with each setting that may remedy that (remedy); else it stops;
+   it as it is and with each setting that may remedy that (remedy); else, when the
+   pick's fixed cost matters, it at one step a call and at several (fuse); else it stops;
 4. marks the group in flight in the study;
 5. measures it, the group's timed loops taking turns (see :mod:`autoplace.measuring`);
 6. records every result, and tells the progress callback.
@@ -67,6 +68,7 @@ from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._findings import findings
+from autoplace.tuning._fusing import fusing_window, steps_tried
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
 from autoplace.tuning._phases import Phase, phase_settings
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet
@@ -206,6 +208,7 @@ def tune(
             on_progress,
             r.if_busy,
             r.quiet_wait,
+            tuple(r.steps_per_call),
         )
         final, new_trials, interrupted = loop.run(_Budget(r.trials, r.timeout))
 
@@ -276,6 +279,7 @@ class _Loop:
     on_progress: Callable[[str], None] | None = None
     if_busy: BusyPolicy = "warn"
     quiet_wait: float = QUIET_WAIT_S
+    steps_per_call: tuple[int, ...] = ()
 
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
@@ -381,6 +385,11 @@ class _Loop:
         if phase is Phase.REMEDY:  # the pick as it is, then with each candidate setting
             envs = [(), *candidates()]
             requests = [dataclasses.replace(r, env=e) for r, e in zip(requests, envs, strict=True)]
+        if phase is Phase.FUSE:  # the pick at one step a call, then at each K tried
+            ks = steps_tried(self.steps_per_call)
+            requests = [
+                dataclasses.replace(r, steps_per_call=k) for r, k in zip(requests, ks, strict=True)
+            ]
         return self.backend.measure_fresh(requests, progress)
 
     def _record(self, tickets: Sequence[Ticket], results: Sequence[Measurement]) -> None:
@@ -425,10 +434,23 @@ class _Loop:
         settings = remedy_window(
             best.config if best else None, best.measurement if best else None, history.remedies
         )
-        if not settings or len(settings) > room or (best and best.config in pending):
-            return Phase.REMEDY, [], None
+        if settings:
+            if len(settings) > room or (best and best.config in pending):
+                return Phase.REMEDY, [], None
+            assert best is not None
+            return Phase.REMEDY, [best.config] * len(settings), None
+        ks = fusing_window(
+            best.config if best else None,
+            now.figures,
+            history.fused,
+            self.objective,
+            self.steps_per_call,
+            fixed_batch=len(self.space.batch_sizes) == 1,
+        )
+        if not ks or len(ks) > room or (best and best.config in pending):
+            return Phase.FUSE, [], None
         assert best is not None
-        return Phase.REMEDY, [best.config] * len(settings), None
+        return Phase.FUSE, [best.config] * len(ks), None
 
     def _tell(
         self,

@@ -7,7 +7,9 @@
 * duel: the winner and its closest challenger, once more and longer still, when the
   confirmation could not tell them apart;
 * remedy: the pick as it is and with a setting that may remedy what it showed (its
-  temporaries mapped afresh every step), in fresh processes, as long as a confirmation.
+  temporaries mapped afresh every step), in fresh processes, as long as a confirmation;
+* fuse: the pick at one step a call and at several (its fixed cost mattering), in fresh
+  processes, as long as a confirmation.
 
 Every phase's :class:`~autoplace.MeasureSettings` is built here, in one place.
 """
@@ -42,13 +44,18 @@ class Phase(enum.Enum):
     #: The pick as it is and with a setting that may remedy what it showed, timed in turns
     #: in fresh processes (see ``autoplace.tuning._remedy``).
     REMEDY = "remedy"
+    #: The pick at one step a call and at several, timed in turns in fresh processes (see
+    #: ``autoplace.tuning._fusing``).
+    FUSE = "fuse"
 
     @property
     def stored(self) -> StoredPhase:
         """How the study records it: a duel is a confirmation too."""
         if self is Phase.SEARCH:
             return "search"
-        return "remedy" if self is Phase.REMEDY else "confirm"
+        if self is Phase.REMEDY:
+            return "remedy"
+        return "fuse" if self is Phase.FUSE else "confirm"
 
 
 def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phase, MeasureSettings]:
@@ -85,4 +92,5 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
         Phase.REMEDY: ranking(quick, CONFIRM_CAP_S),
+        Phase.FUSE: ranking(quick, CONFIRM_CAP_S),
     }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autoplace.errors import BadInputError
 from autoplace.objectives import Objective, make_objective
-from autoplace.settings import MeasureSettings
+from autoplace.settings import DEFAULT_STEPS_PER_CALL, MeasureSettings
 from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, check_policy
 from autoplace.tuning._strategies import Strategy
@@ -38,7 +38,9 @@ class TuneRequest:
     finalists are confirmed (0: none, the search's pick stands); ``strategy`` proposes
     each group (default: a climb); ``settings`` say how a measurement runs; ``if_busy``
     (``warn``, ``wait`` up to ``quiet_wait`` seconds, ``refuse``) what to do on a busy
-    machine.
+    machine. ``steps_per_call`` are the steps per call timed against one a call for the
+    pick when its fixed cost matters (``(1,)`` or empty: never; see
+    :mod:`autoplace.tuning._fusing`).
 
     Every value is checked here: a bad one raises :class:`~autoplace.BadInputError`.
     """
@@ -66,6 +68,7 @@ class TuneRequest:
     settings: MeasureSettings | None = None
     if_busy: BusyPolicy = "warn"
     quiet_wait: float = QUIET_WAIT_S
+    steps_per_call: Sequence[int] = DEFAULT_STEPS_PER_CALL
 
     def __post_init__(self) -> None:
         for option, value in (
@@ -91,6 +94,7 @@ class TuneRequest:
                     f"{option} is empty: give a name, or leave {option} out for the default"
                 )
         object.__setattr__(self, "if_busy", check_policy(self.if_busy))
+        object.__setattr__(self, "steps_per_call", _steps_per_call(self.steps_per_call))
         _ = self.objective_value  # a bad objective or run length fails now, not after set-up
 
     @property
@@ -109,3 +113,21 @@ class TuneRequest:
         if self.max_memory is None:
             return settings
         return dataclasses.replace(settings, max_memory=self.max_memory)
+
+
+#: The most steps per call a tune times: K batches are stacked on the device at once.
+MOST_STEPS_PER_CALL = 1024
+
+
+def _steps_per_call(values: Sequence[int]) -> tuple[int, ...]:
+    """The steps per call to try, checked: whole numbers from 1 to
+    :data:`MOST_STEPS_PER_CALL`, sorted, without repeats."""
+    out = set()
+    for k in values:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MOST_STEPS_PER_CALL:
+            raise BadInputError(
+                f"--steps-per-call takes whole numbers from 1 to {MOST_STEPS_PER_CALL}, got "
+                f"{k!r}: e.g. --steps-per-call 4,16, or 1 to never fuse steps"
+            )
+        out.add(k)
+    return tuple(sorted(out))

@@ -32,6 +32,7 @@ from autoplace.objectives import Objective
 from autoplace.study import History
 from autoplace.tuning._drift import Effects, fit_effects
 from autoplace.tuning._failures import ended_arms, inaccurate_arms, over_memory
+from autoplace.tuning._fusing import Fusing, fusing_of
 from autoplace.tuning._margin import (
     EQUIVALENT,
     MIN_WINDOWS,
@@ -92,6 +93,8 @@ class Standing:
             on (the confirmation windows, else the search) were timed.
         remedy: what the best setting timed against the pick as it is did (see
             :mod:`._remedy`), when the pick mapped fresh memory every step.
+        fusing: what the best steps per call timed against one a call did to the pick
+            (see :mod:`._fusing`), when its fixed cost mattered.
         predicted: the pick against the batches the search did not measure that the cost
             model speaks for (:mod:`._predict`): never a real difference, only what the pick
             could not be told apart from.
@@ -111,11 +114,18 @@ class Standing:
     unconfirmed: Mapping[Config, str] = dataclasses.field(default_factory=dict)
     interference: Interference | None = None
     remedy: Remedy | None = None
+    fusing: Fusing | None = None
     predicted: Mapping[Config, Comparison] = dataclasses.field(default_factory=dict)
 
     @property
     def best(self) -> Scored | None:
         return self.ranked[0] if self.ranked else None
+
+    @property
+    def steps_per_call(self) -> int:
+        """The steps per call to run the pick at: the ``K`` its windows showed faster than
+        one a call beyond doubt (:attr:`fusing`), else 1."""
+        return self.fusing.recommended if self.fusing is not None else 1
 
     @property
     def per_group(self) -> list[Scored]:
@@ -239,8 +249,9 @@ def standing(
     interference = Interference.of([m for ms in kept.values() for m in ms]) or Interference.of(
         m for _, m in history.searches
     )
+    contention = _contention(interference)
     ranked, comparisons = _rank(
-        objective, confirmed, searched, windows, noise, searches, _contention(interference)
+        objective, confirmed, searched, windows, noise, searches, contention
     )
     surmised = _predicted(objective, ranked, figures, estimates, space, searches, windows)
     return Standing(
@@ -258,8 +269,28 @@ def standing(
         unconfirmed=unconfirmed,
         interference=interference,
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
+        fusing=_fused(objective, ranked, figures, history, space, contention),
         predicted=surmised,
     )
+
+
+def _fused(
+    objective: Objective,
+    ranked: Sequence[Scored],
+    figures: Mapping[Config, Measurement],
+    history: History,
+    space: Space | None,
+    contention: float,
+) -> Fusing | None:
+    """The pick's steps-per-call windows judged (:func:`._fusing.fusing_of`), the interval
+    widened by the machine's contention as every window comparison is."""
+    if not ranked:
+        return None
+    max_memory = space.max_memory if space is not None else None
+    found = fusing_of(objective, ranked[0].config, figures, history.fused, max_memory)
+    if found is None:
+        return None
+    return dataclasses.replace(found, comparison=_widened(found.comparison, contention))
 
 
 def _latest(ms: Sequence[Measurement]) -> Measurement:

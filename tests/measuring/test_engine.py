@@ -913,3 +913,26 @@ def test_a_groups_steps_compile_side_by_side_before_any_timing(
     said = [p.what for p in heard]
     compiling = said.index("compiling 3 side by side")
     assert compiling < min(i for i, w in enumerate(said) if "turn" in w)
+
+
+@pytest.mark.slow  # a second or more: real compiles
+@pytest.mark.parametrize("name, workload", [("tiny_mlp", "mlp"), ("tiny_predict", "predict")])
+def test_a_fused_measurement_gives_its_figures_per_step(inproc, name, workload):
+    # The same configuration at one step a call and at eight, timed in turns: the fused
+    # one's loops time calls of eight steps, and every per-step figure divides by eight.
+    base = request(model(name), workload, settings=dataclasses.replace(FAST, deviation=True),
+                   batch_size=16, precision="bfloat16")  # fmt: skip
+    fused_request = dataclasses.replace(base, steps_per_call=8)
+    plain, fused = inproc.measure_together([base, fused_request])
+    assert plain.status == fused.status == "ok", (plain.reason, fused.reason)
+    assert (plain.steps_per_call, fused.steps_per_call) == (1, 8)
+    # a call of eight steps is not reported as one step: per step, the same order as one
+    assert fused.step_s < 4 * plain.step_s and fused.fed_step_s < 4 * plain.fed_step_s
+    assert fused.samples_per_s == pytest.approx(16 / fused.step_s)
+    assert fused.fed_samples_per_s == pytest.approx(16 / fused.fed_step_s)
+    assert fused.batch_bytes == plain.batch_bytes  # one step's batch, not the stack's
+    # XLA counts a loop's body once: no FLOPs claimed for the fused call
+    assert plain.flops and fused.flops is None and fused.bytes_accessed is None
+    # the call holds eight stacked batches; its output is eight steps', never float32's
+    assert fused.predicted_bytes > plain.predicted_bytes
+    assert plain.deviation_vs_float32 is not None and fused.deviation_vs_float32 is None

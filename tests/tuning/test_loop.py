@@ -11,17 +11,6 @@ from autoplace import recommendation as rec
 from autoplace.study import storage_at
 
 
-@pytest.fixture
-def env(tmp_path):
-    model_file = tmp_path / "model.py"
-    model_file.write_text("# synthetic\n")
-    return {
-        "model": model_file,
-        "storage": f"journal:///{tmp_path / 'studies.log'}",
-        "out": tmp_path / "autoplace.toml",
-    }
-
-
 def load(name, env):
     """The study's trials and attributes, read through a storage closed afterwards."""
     with storage_at(env["storage"]) as storage:
@@ -224,7 +213,7 @@ def test_an_open_verdict_between_the_finalists_gets_a_duel_window_where_it_could
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.08), window_noise=0.01)
     precisions = ("float32", "bfloat16")
     options = dict(strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2, precisions=precisions)
-    run(env, backend, **options)
+    run(env, backend, **options, steps_per_call=())  # no steps-per-call windows here
     windows = backend.fresh_groups
     assert len(windows) == 3 and {frozenset(w) for w in windows} == {frozenset(windows[0])}
     caps = [r.settings.fed_time_cap_s for r in confirmations(backend)]
@@ -235,7 +224,7 @@ def test_an_open_verdict_between_the_finalists_gets_a_duel_window_where_it_could
     assert closest["verdict"] == "faster" and closest["windows"] == 3 and closest["low"] > 1
     assert len(doc["recommendation"]["figures"]["score_votes"]) == 3  # three windows
     again = SyntheticBackend()
-    run(env, again, **options)
+    run(env, again, **options, steps_per_call=())
     assert again.measured == []  # one duel per set of finalists
 
 
@@ -244,7 +233,7 @@ def test_no_duel_where_one_more_window_could_not_settle_it_and_the_file_says_so(
     # none is timed; the file says they cannot be told apart, and by how much.
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.03), window_noise=0.05)
     run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
-        precisions=("float32", "bfloat16"))  # fmt: skip
+        precisions=("float32", "bfloat16"), steps_per_call=())  # fmt: skip
     assert len(backend.fresh_groups) == 2
     doc = rec.read(env["out"])
     closest = doc["recommendation"]["closest"]
@@ -376,7 +365,7 @@ def test_of_finalists_a_hair_apart_the_file_recommends_float32_and_lists_the_oth
     backend = SyntheticBackend(slowdown=bfloat16_just_ahead, window_noise=0.03)
     precisions = ("float32", "bfloat16")
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
-                 precisions=precisions)  # fmt: skip
+                 precisions=precisions, steps_per_call=())  # fmt: skip
     finalists = {autoplace.Config("cpu:0", 64, p, 64) for p in precisions}
     assert [set(g) for g in backend.groups] == [finalists] * 3  # the search, two windows
     assert result.best.config.precision == "float32" and len(result.best.votes) == 2
@@ -508,7 +497,7 @@ def test_a_pick_that_maps_fresh_memory_every_step_has_its_remedy_timed(env):
 
     backend = SyntheticBackend(faults=faults, fresh=faster_with_huge_pages)
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8, 16), confirm=2,
-                 precisions=("float32",))  # fmt: skip
+                 precisions=("float32",), steps_per_call=())  # fmt: skip
     remedy_windows = [g for g in backend.fresh_groups if len(set(g)) == 1 and len(g) > 1]
     assert len(remedy_windows) == 2 and set(remedy_windows[0]) == {result.best.config}
     remedy = result.standing.remedy
@@ -522,8 +511,21 @@ def test_a_pick_that_maps_fresh_memory_every_step_has_its_remedy_timed(env):
     assert len(result.best.votes) == 2
     again = SyntheticBackend(faults=faults, fresh=faster_with_huge_pages)
     run(env, again, strategy=autoplace.Grid(), batch_sizes=(8, 16), confirm=2,
-        precisions=("float32",))  # fmt: skip
+        precisions=("float32",), steps_per_call=())  # fmt: skip
     assert again.measured == []  # a remedy timed once per study
+
+
+def tune_real(tmp_path, name, batch_size, **options):
+    """A real tune of ``tests/models/NAME.py`` at one batch size, float32, one finalist."""
+    return autoplace.tune(
+        model(name),
+        batch_sizes=(batch_size,),
+        precisions=("float32",),
+        storage=f"journal:///{tmp_path / 's.log'}",
+        out=tmp_path / "a.toml",
+        confirm=1,
+        **options,
+    )
 
 
 @pytest.mark.slow
@@ -531,14 +533,12 @@ def test_a_real_step_that_maps_fresh_memory_every_step_gets_its_remedy_timed(tmp
     # A 48 MiB temporary every step, in fresh processes: the finding gives the faults, and
     # what the candidate settings did, timed in two windows (whether they help depends on
     # the machine's allocator and kernel: the finding says which, never assumes it)
-    result = autoplace.tune(
-        model("fresh_pages"),
-        batch_sizes=(1,),
-        precisions=("float32",),
-        storage=f"journal:///{tmp_path / 's.log'}",
-        out=tmp_path / "a.toml",
-        confirm=1,
+    result = tune_real(
+        tmp_path,
+        "fresh_pages",
+        1,
         settings=autoplace.MeasureSettings(deviation=False),
+        steps_per_call=(),  # its own windows: the remedy's alone
     )
     remedy = result.standing.remedy
     assert remedy is not None and remedy.comparison.windows == 2
@@ -549,3 +549,19 @@ def test_a_real_step_that_maps_fresh_memory_every_step_gets_its_remedy_timed(tmp
     )
     doc = rec.read(tmp_path / "a.toml")
     assert doc["findings"] == result.document["findings"]
+
+
+@pytest.mark.slow
+def test_a_real_step_at_a_fixed_small_batch_has_its_steps_per_call_timed(tmp_path):
+    # A tiny MLP at batch 4 is nearly all fixed cost: the pick is timed at 1, 4 and 16 steps
+    # a call in two windows of fresh processes; the file says what the best K did and the
+    # steps per call it recommends (K only where faster beyond doubt: the machine decides).
+    result = tune_real(tmp_path, "tiny_mlp", 4)
+    fusing = result.standing.fusing
+    assert fusing is not None and fusing.comparison.windows == 2
+    assert fusing.steps_per_call in (4, 16) and fusing.figures.steps_per_call in (4, 16)
+    doc = rec.read(tmp_path / "a.toml")
+    k = doc["recommendation"]["steps_per_call"]
+    assert k == (fusing.steps_per_call if fusing.comparison.verdict == "faster" else 1)
+    assert doc["recommendation"]["fusing"]["best_tried"] == fusing.steps_per_call
+    assert result.answer is not None and result.answer.candidates[0].steps_per_call == k

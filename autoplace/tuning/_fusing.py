@@ -1,0 +1,213 @@
+"""Steps per call, timed, not guessed: the pick at one step a call and at several.
+
+A step pays a fixed cost per call (dispatch, the loop's own overhead, a launch on an
+accelerator, one transfer) that a small batch cannot amortise. ``K`` steps in one call
+(:func:`autoplace.fuse`: a ``lax.scan`` over ``K`` batches stacked along a new leading
+axis, one transfer a call) pay it once per ``K`` steps, and compute exactly what ``K``
+plain steps do. How much that gains is a property of the machine and the program, so
+the tune measures it where it can matter and never guesses:
+
+* **where**: the pick's arm's line ``t(b) = a + c·b`` (``autoplace.explaining``) puts at
+  least :data:`FIXED_SHARE` of the pick's step in its fixed cost ``a`` (at 10%, 16 steps a
+  call could gain at most 1.10x), or the batch size is fixed (the space holds one: a
+  larger batch is not the user's to take), or the arm has no line to say;
+* **how**: the pick is timed at one step a call and at each ``K`` asked
+  (``TuneRequest.steps_per_call``, 4 and 16 by default), each in a fresh process of its
+  own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, as a remedy is; the second
+  window only where the first showed some ``K`` at least :data:`WORTH_A_SECOND` times as
+  good (a step the fixed cost does not hold back costs one window, not two);
+* **what is recommended**: the fastest ``K`` only when it is faster than one step a call
+  beyond doubt (the windows' rule, Bonferroni over the ``K`` tried, the interval widened
+  on a busy machine as the verdict's are) and its peak memory is within
+  ``--max-memory``; else one step a call. Where the fixed cost is small no window runs,
+  so the knob costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoplace.config import Config
+from autoplace.explaining import arm_models
+from autoplace.measurement import Measurement
+from autoplace.objectives import Objective
+from autoplace.tuning._drift import fit_effects
+from autoplace.tuning._margin import MIN_WINDOWS, Comparison, compare, pooled_noise
+
+#: The share of the pick's step its fixed cost must reach for steps per call to be timed:
+#: at 10%, sixteen steps a call would make the step at most 1.10x faster (1 / (0.9 +
+#: 0.1/16)), about the smallest gain two windows on this kind of machine can show.
+FIXED_SHARE = 0.10
+#: After the first window, a second runs only where some ``K`` scored at least this many
+#: times one a call in it: a window showing no gain in reach of :data:`FIXED_SHARE` (a
+#: compute-bound step at a fixed batch) ends the timing at half the cost.
+WORTH_A_SECOND = 1.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Fusing:
+    """What the best ``K`` steps per call did to the pick, timed in turns with one a call.
+
+    Attributes:
+        steps_per_call: the ``K`` that scored best of those tried (not one).
+        comparison: how many times better the pick scored at ``K`` than at one step a
+            call (its interval, its verdict).
+        fixed_share: the share of the pick's step the arm's line puts in its fixed cost
+            (``None``: no line; timed because the batch size was fixed).
+        figures: the pick's figures at ``K`` (its step, throughput, the call's memory).
+    """
+
+    steps_per_call: int
+    comparison: Comparison
+    fixed_share: float | None
+    figures: Measurement
+
+    @property
+    def helps(self) -> bool:
+        return self.comparison.verdict == "faster"
+
+    @property
+    def recommended(self) -> int:
+        """The steps per call to run the pick at: ``K`` where it helps beyond doubt, else 1."""
+        return self.steps_per_call if self.helps else 1
+
+    def text(self) -> str:
+        """The result in words, for the explanation: what ``K`` did, and what to do."""
+        k = self.steps_per_call
+        said = self.comparison.sentence("one step a call")
+        if self.helps:
+            return (
+                f"{k} steps per call: {said}; run them fused "
+                f"(autoplace.fuse(step, {k}) over {k} stacked batches)"
+            )
+        return f"{k} steps per call (the best tried): {said}; one step a call is kept"
+
+    def as_dict(self) -> dict[str, Any]:
+        m = self.figures
+        return {
+            "steps_per_call": self.recommended,
+            "best_tried": self.steps_per_call,
+            **self.comparison.as_dict(),
+            "fixed_share": self.fixed_share,
+            "step_s": m.fed_step_s if m.fed_step_s is not None else m.step_s,
+            "peak_bytes": m.peak_bytes,
+        }
+
+
+def steps_tried(steps_per_call: Sequence[int]) -> list[int]:
+    """The steps per call a fusing window times, in its order: one, then each ``K`` asked."""
+    return [1, *sorted({k for k in steps_per_call if k > 1})]
+
+
+def fixed_share(figures: Mapping[Config, Measurement], pick: Config, loop: str) -> float | None:
+    """The share of the pick's step that its arm's line puts in the fixed cost, from the
+    arm's measurements at one step a call (``None``: no line through them)."""
+    arm = (pick.device, pick.precision, pick.width)
+    own = {
+        c: m
+        for c, m in figures.items()
+        if (c.device, c.precision, c.width) == arm and m.steps_per_call == 1
+    }
+    model = arm_models(own).get(arm)
+    line = None if model is None else model.line(loop)
+    if line is None:
+        return None
+    step = line.fixed + line.per_sample * pick.batch_size
+    return line.fixed / step if step > 0 else None
+
+
+def fusing_window(
+    pick: Config | None,
+    figures: Mapping[Config, Measurement],
+    fused: Mapping[Config, Sequence[Measurement]],
+    objective: Objective,
+    steps_per_call: Sequence[int],
+    fixed_batch: bool,
+) -> list[int]:
+    """The steps per call to time the pick at in the next window (one first), or none: no
+    ``K`` asked beside one, the latency objective (one request is one step), the pick not
+    confirmed in fresh processes, its fixed cost too small a share of its step with a batch
+    size free to grow, or its windows already timed."""
+    tried = steps_tried(steps_per_call)[1:]
+    figure = figures.get(pick) if pick is not None else None
+    if not tried or objective.name == "latency" or figure is None or not figure.fresh_process:
+        return []
+    assert pick is not None
+    share = fixed_share(figures, pick, objective.loop)
+    if not fixed_batch and share is not None and share < FIXED_SHARE:
+        return []
+    ran = [m for m in fused.get(pick, ()) if m.interleave_id and m.status == "ok"]
+    windows = {m.interleave_id for m in fused.get(pick, ()) if m.interleave_id}
+    if len(windows) >= MIN_WINDOWS or (windows and _best_gain(objective, ran) < WORTH_A_SECOND):
+        return []
+    return [1, *tried]
+
+
+def _best_gain(objective: Objective, ran: Sequence[Measurement]) -> float:
+    """The most times better than one a call any ``K`` scored in the same window (0: none
+    beside one a call ran)."""
+    by_window: dict[Any, dict[int, float]] = {}
+    for m in ran:
+        score = objective.score(m)
+        if score:
+            by_window.setdefault(m.interleave_id, {})[m.steps_per_call] = score
+    gains = [
+        objective.gain(scores[k], scores[1]) + 1
+        for scores in by_window.values()
+        if 1 in scores
+        for k in scores
+        if k != 1
+    ]
+    return max(gains, default=0.0)
+
+
+def fusing_of(
+    objective: Objective,
+    pick: Config,
+    figures: Mapping[Config, Measurement],
+    fused: Mapping[Config, Sequence[Measurement]],
+    max_memory: int | None = None,
+) -> Fusing | None:
+    """The best ``K``'s effect on the pick, from its steps-per-call windows (``None``: none
+    ran, or none beside one step a call ran). The windows are fitted as the
+    confirmation's are (log score = steps per call + window), each ``K`` compared with one
+    step a call, Bonferroni over the ``K`` tried (the verdict widens the interval on a busy
+    machine). A ``K`` whose call needs more memory than ``max_memory`` is never the one
+    recommended."""
+    ran = [
+        m
+        for m in fused.get(pick, ())
+        if m.status == "ok" and objective.score(m) and not m.environment
+    ]
+    fits = [m for m in ran if max_memory is None or (m.peak_bytes or 0) <= max_memory]
+    fit = fit_effects([(m.steps_per_call, m.interleave_id, objective.score(m)) for m in fits])
+    if 1 not in fit:
+        return None
+    tried = [k for k in fit.keys if k != 1]
+    if not tried:
+        return None
+    noise = pooled_noise(fit, None)
+    per_window: dict[Any, dict[Any, float]] = {}
+    for m in fits:
+        per_window.setdefault(m.steps_per_call, {})[m.interleave_id] = math.log(
+            objective.score(m)  # type: ignore[arg-type]
+        )
+    found = []
+    for k in tried:
+        c = compare(
+            objective,
+            fit,
+            noise,
+            k,
+            1,
+            comparisons=len(tried),
+            per_window=per_window,
+            basis="windows in fresh processes",
+        )
+        found.append((k, c))
+    best, comparison = max(found, key=lambda kc: kc[1].ratio)
+    at_best = [m for m in fits if m.steps_per_call == best]
+    return Fusing(best, comparison, fixed_share(figures, pick, objective.loop), at_best[-1])

@@ -1,0 +1,131 @@
+"""Steps per call as a searched knob: timed against one a call where the fixed cost matters,
+recommended only when faster beyond doubt (``autoplace.tuning._fusing``), against the
+synthetic backend, whose step pays its fixed overhead once a call."""
+
+from __future__ import annotations
+
+import pytest
+from synthetic import SyntheticBackend, step_time
+
+import autoplace
+from autoplace import BadInputError
+from autoplace import recommendation as rec
+from autoplace.answer import Answer
+from autoplace.tuning import TuneRequest
+
+
+def tune(env, backend, **options):
+    options = {
+        "precisions": ("float32",),
+        "confirm": 2,
+        "storage": env["storage"],
+        "out": env["out"],
+        "backend": backend,
+        "strategy": autoplace.Grid(),
+        **options,
+    }
+    return autoplace.tune(env["model"], **options)
+
+
+def fused_windows(backend):
+    return [g for g in backend.fresh_groups if len(g) > 1 and len(set(g)) == 1]
+
+
+def test_at_a_fixed_small_batch_the_fused_step_is_timed_and_recommended(env):
+    # Batch 8: the 100 us fixed cost is 86% of a step; 16 steps a call pay it once.
+    backend = SyntheticBackend(window_noise=0.01)
+    result = tune(env, backend, batch_sizes=(8,))
+    windows = fused_windows(backend)
+    assert len(windows) == 2  # two windows in fresh processes, K = 1, 4 and 16 in each
+    k_timed = [r.steps_per_call for r in backend.measured if r.steps_per_call > 1]
+    assert sorted(set(k_timed)) == [4, 16]
+    fusing = result.standing.fusing
+    assert fusing is not None and fusing.steps_per_call == 16 and fusing.helps
+    expected = step_time("cpu:0", 8, "float32") / step_time("cpu:0", 8, "float32", 16)
+    assert fusing.comparison.ratio == pytest.approx(expected, rel=0.05)
+    assert result.standing.steps_per_call == 16
+    doc = rec.read(env["out"])
+    assert doc["recommendation"]["steps_per_call"] == 16
+    assert doc["recommendation"]["fusing"]["verdict"] == "faster"
+    assert any("16 steps per call" in s for s in doc["explanation"]["sentences"][:2])
+    answer = result.answer
+    assert answer is not None and answer.candidates[0].steps_per_call == 16
+    # the pick's memory is the fused call's: 16 batches stacked
+    assert answer.candidates[0].peak_bytes == 8 * 1000 * 16
+
+
+def test_a_fused_step_no_faster_keeps_one_step_a_call(env):
+    # The fresh processes run the fused step as slowly as the plain one (a machine where
+    # the call's fixed cost is not what a loop pays): timed once, and one step a call kept.
+    def no_gain(request):
+        c = request.config
+        k = request.steps_per_call
+        return step_time(c.device, c.batch_size, c.precision) / step_time(
+            c.device, c.batch_size, c.precision, k
+        )
+
+    backend = SyntheticBackend(window_noise=0.01, fresh=no_gain)
+    result = tune(env, backend, batch_sizes=(8,))
+    # one window showed no K within reach of a gain: no second one is spent on it
+    assert len(fused_windows(backend)) == 1
+    fusing = result.standing.fusing
+    assert fusing is not None and not fusing.helps
+    assert result.standing.steps_per_call == 1
+    assert rec.read(env["out"])["recommendation"]["steps_per_call"] == 1
+    assert "one step a call is kept" in fusing.text()
+
+
+def test_where_the_fixed_cost_is_a_small_share_no_window_runs(env):
+    # At batch 2048 the fixed cost is 2% of the step: fusing could gain 2% at most.
+    backend = SyntheticBackend(window_noise=0.01)
+    result = tune(env, backend, batch_sizes=(512, 1024, 2048))
+    assert result.best is not None and result.best.config.batch_size == 2048
+    assert fused_windows(backend) == [] and result.standing.fusing is None
+    assert rec.read(env["out"])["recommendation"]["steps_per_call"] == 1
+
+
+def test_a_free_batch_with_a_large_fixed_share_is_timed_too(env):
+    backend = SyntheticBackend(window_noise=0.01)
+    result = tune(env, backend, batch_sizes=(4, 8, 16))  # 16: the fixed cost 76% of a step
+    assert result.best.config.batch_size == 16
+    assert len(fused_windows(backend)) == 2 and result.standing.steps_per_call == 16
+
+
+def test_no_steps_per_call_asked_no_window(env):
+    backend = SyntheticBackend(window_noise=0.01)
+    result = tune(env, backend, batch_sizes=(8,), steps_per_call=(1,))
+    assert fused_windows(backend) == [] and result.standing.steps_per_call == 1
+
+
+def test_a_fused_call_over_max_memory_is_never_recommended(env):
+    # 16 stacked batches of 8 need 128 kB, over the 50 kB limit; 4 need 32 kB.
+    backend = SyntheticBackend(window_noise=0.01)
+    result = tune(env, backend, batch_sizes=(8,), max_memory=50_000)
+    assert result.standing.steps_per_call == 4
+
+
+def test_windows_are_timed_once_per_study(env):
+    tune(env, SyntheticBackend(window_noise=0.01), batch_sizes=(8,))
+    again = SyntheticBackend(window_noise=0.01)
+    result = tune(env, again, batch_sizes=(8,))
+    assert again.measured == [] and result.standing.steps_per_call == 16
+
+
+def test_the_latency_objective_never_fuses(env):
+    backend = SyntheticBackend(window_noise=0.01)
+    tune(env, backend, batch_sizes=(1,), objective="latency")
+    assert fused_windows(backend) == []
+
+
+@pytest.mark.parametrize("bad", [(0,), (-4,), (2000,), (True,), (2.5,)])
+def test_steps_per_call_are_checked_when_asked(bad):
+    with pytest.raises(BadInputError, match="--steps-per-call"):
+        TuneRequest("model.py", steps_per_call=bad)
+
+
+def test_an_answer_kept_before_steps_per_call_reads_as_one_a_call(env):
+    result = tune(env, SyntheticBackend(window_noise=0.01), batch_sizes=(8,))
+    data = result.answer.as_dict()
+    for c in data["candidates"]:
+        del c["steps_per_call"]
+    assert Answer.from_dict(data).candidates[0].steps_per_call == 1
