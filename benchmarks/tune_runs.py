@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,15 +54,23 @@ class TuneRun:
     error: str | None
 
 
-def run_tune(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> TuneRun:
+def run_tune(
+    code: Path | None,
+    model: str,
+    workload: str,
+    folder: Path,
+    tag: str,
+    options: Sequence[str] = (),
+) -> TuneRun:
     """One ``autoplace tune`` of ``model``'s ``workload`` in a fresh process (``code``: a
-    tree to run instead of this one), into a study of its own in ``folder``."""
+    tree to run instead of this one), into a study of its own in ``folder``, with the
+    command's ``options`` (``--batch-sizes 32``)."""
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
     db, out = folder / f"{tag}.db", folder / f"{tag}.toml"
     cmd = [sys.executable, "-m", "autoplace", "tune", str(ROOT / model), "--workload", workload,
-           "--storage", f"sqlite:///{db}", "--out", str(out), "--json"]  # fmt: skip
+           "--storage", f"sqlite:///{db}", "--out", str(out), "--json", *options]  # fmt: skip
     t = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=folder)
     wall = time.perf_counter() - t
