@@ -9,7 +9,7 @@ machine change. The training loop is an ordinary one: the recommended device, ba
 precision and width go straight into it, and so do the steps per call: where the pick's
 fixed cost matters, the tune timed K steps in one jitted call (``autoplace.fuse``: the
 same training, the fixed cost of a call paid once per K steps) against one, and
-``rec.steps_per_call`` is the K it found faster beyond doubt, else 1 (docs/limits.md).
+``rec.steps_per_call`` is the K it found faster, else 1 (docs/limits.md).
 ``--steps-per-call K`` overrides it.
 """
 

@@ -13,14 +13,18 @@ the tune measures it where it can matter and never guesses:
   larger batch is not the user's to take), or the arm has no line to say;
 * **how**: the pick is timed at one step a call and at each ``K`` asked
   (``TuneRequest.steps_per_call``, 4 and 16 by default), each in a fresh process of its
-  own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, as a remedy is; the second
-  window only where the first showed some ``K`` at least :data:`WORTH_A_SECOND` times as
-  good (a step the fixed cost does not hold back costs one window, not two);
-* **what is recommended**: the fastest ``K`` only when it is faster than one step a call
-  beyond doubt (the windows' rule, Bonferroni over the ``K`` tried, the interval widened
-  on a busy machine as the verdict's are) and its peak memory is within
-  ``--max-memory``; else one step a call. Where the fixed cost is small no window runs,
-  so the knob costs nothing.
+  own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, as a remedy is, and a third,
+  as the verdict's duel, only where the best ``K`` is still undecided and one more window
+  could settle it; the noise between windows pooled with the confirmation's. (One window
+  alone decides nothing: the README MLP's first window at batch 32 once put 16 steps a
+  call at 0.75x one a call, where seven rounds re-measured gave 1.82x, one of them 0.68x);
+* **what is recommended**: the best ``K`` where it is faster than one step a call beyond
+  doubt (the windows' rule, Bonferroni over the ``K`` tried, the interval widened on a busy
+  machine as the verdict's are), or where it is at least :data:`AHEAD_ENOUGH` ahead on
+  the estimate without being shown so (as the verdict picks its best estimate: fused steps
+  compute what plain ones do, so the best estimate costs no accuracy; the sentence says it
+  was not shown), and its peak memory is within ``--max-memory``; else one step a call.
+  Where the fixed cost is small no window runs, so the knob costs nothing.
 """
 
 from __future__ import annotations
@@ -34,17 +38,25 @@ from autoplace.config import Config
 from autoplace.explaining import arm_models
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._drift import fit_effects
-from autoplace.tuning._margin import MIN_WINDOWS, Comparison, compare, pooled_noise
+from autoplace.tuning._drift import Effects, fit_effects
+from autoplace.tuning._margin import (
+    MIN_WINDOWS,
+    Comparison,
+    Noise,
+    compare,
+    could_decide,
+    pooled_noise,
+)
 
 #: The share of the pick's step its fixed cost must reach for steps per call to be timed:
 #: at 10%, sixteen steps a call would make the step at most 1.10x faster (1 / (0.9 +
 #: 0.1/16)), about the smallest gain two windows on this kind of machine can show.
 FIXED_SHARE = 0.10
-#: After the first window, a second runs only where some ``K`` scored at least this many
-#: times one a call in it: a window showing no gain in reach of :data:`FIXED_SHARE` (a
-#: compute-bound step at a fixed batch) ends the timing at half the cost.
-WORTH_A_SECOND = 1.05
+#: The least gain, by the windows' estimate, for which a ``K`` not shown faster beyond doubt
+#: is still recommended: fused steps compute exactly what plain ones do, so running the
+#: best estimate costs no accuracy (as the verdict picks its best estimate), only the
+#: memory of ``K`` batches; below it one step a call is kept (the simpler loop).
+AHEAD_ENOUGH = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,30 +70,44 @@ class Fusing:
         fixed_share: the share of the pick's step the arm's line puts in its fixed cost
             (``None``: no line; timed because the batch size was fixed).
         figures: the pick's figures at ``K`` (its step, throughput, the call's memory).
+        noise: the noise of one window's score the comparison rests on.
     """
 
     steps_per_call: int
     comparison: Comparison
     fixed_share: float | None
     figures: Measurement
+    noise: Noise
 
     @property
     def helps(self) -> bool:
+        """Whether ``K`` was faster than one a call beyond doubt."""
         return self.comparison.verdict == "faster"
 
     @property
+    def ahead(self) -> bool:
+        """Whether ``K`` is ahead by at least :data:`AHEAD_ENOUGH` on the estimate, not shown
+        beyond doubt (nor shown behind)."""
+        c = self.comparison
+        return c.verdict in ("ahead", "undecided") and c.ratio >= 1 + AHEAD_ENOUGH
+
+    @property
     def recommended(self) -> int:
-        """The steps per call to run the pick at: ``K`` where it helps beyond doubt, else 1."""
-        return self.steps_per_call if self.helps else 1
+        """The steps per call to run the pick at: ``K`` where it was faster beyond doubt or is
+        ahead enough on the estimate, else 1."""
+        return self.steps_per_call if self.helps or self.ahead else 1
 
     def text(self) -> str:
         """The result in words, for the explanation: what ``K`` did, and what to do."""
         k = self.steps_per_call
         said = self.comparison.sentence("one step a call")
+        run = f"run them fused (autoplace.fuse(step, {k}) over {k} stacked batches)"
         if self.helps:
+            return f"{k} steps per call: {said}; {run}"
+        if self.ahead:
             return (
-                f"{k} steps per call: {said}; run them fused "
-                f"(autoplace.fuse(step, {k}) over {k} stacked batches)"
+                f"{k} steps per call: {said}; ahead on the estimate, and fused steps compute "
+                f"what plain ones do: {run}, or re-measure with --remeasure"
             )
         return f"{k} steps per call (the best tried): {said}; one step a call is kept"
 
@@ -126,11 +152,13 @@ def fusing_window(
     objective: Objective,
     steps_per_call: Sequence[int],
     fixed_batch: bool,
+    judged: Fusing | None = None,
 ) -> list[int]:
     """The steps per call to time the pick at in the next window (one first), or none: no
     ``K`` asked beside one, the latency objective (one request is one step), the pick not
     confirmed in fresh processes, its fixed cost too small a share of its step with a batch
-    size free to grow, or its windows already timed."""
+    size free to grow, or its windows already timed: two, and a third where ``judged``
+    (the two, judged) is undecided and one more window could settle it."""
     tried = steps_tried(steps_per_call)[1:]
     figure = figures.get(pick) if pick is not None else None
     if not tried or objective.name == "latency" or figure is None or not figure.fresh_process:
@@ -139,29 +167,20 @@ def fusing_window(
     share = fixed_share(figures, pick, objective.loop)
     if not fixed_batch and share is not None and share < FIXED_SHARE:
         return []
-    ran = [m for m in fused.get(pick, ()) if m.interleave_id and m.status == "ok"]
-    windows = {m.interleave_id for m in fused.get(pick, ()) if m.interleave_id}
-    if len(windows) >= MIN_WINDOWS or (windows and _best_gain(objective, ran) < WORTH_A_SECOND):
-        return []
-    return [1, *tried]
+    windows = len({m.interleave_id for m in fused.get(pick, ()) if m.interleave_id})
+    if windows < MIN_WINDOWS:
+        return [1, *tried]
+    if windows == MIN_WINDOWS and judged is not None and _open(judged):
+        return [1, *tried]
+    return []
 
 
-def _best_gain(objective: Objective, ran: Sequence[Measurement]) -> float:
-    """The most times better than one a call any ``K`` scored in the same window (0: none
-    beside one a call ran)."""
-    by_window: dict[Any, dict[int, float]] = {}
-    for m in ran:
-        score = objective.score(m)
-        if score:
-            by_window.setdefault(m.interleave_id, {})[m.steps_per_call] = score
-    gains = [
-        objective.gain(scores[k], scores[1]) + 1
-        for scores in by_window.values()
-        if 1 in scores
-        for k in scores
-        if k != 1
-    ]
-    return max(gains, default=0.0)
+def _open(judged: Fusing) -> bool:
+    """Whether the best ``K`` is undecided against one a call and one more window could
+    settle it (:func:`._margin.could_decide`, as before a duel)."""
+    return judged.comparison.verdict == "undecided" and could_decide(
+        judged.comparison, judged.noise
+    )
 
 
 def fusing_of(
@@ -170,12 +189,14 @@ def fusing_of(
     figures: Mapping[Config, Measurement],
     fused: Mapping[Config, Sequence[Measurement]],
     max_memory: int | None = None,
+    prior: Effects | None = None,
 ) -> Fusing | None:
     """The best ``K``'s effect on the pick, from its steps-per-call windows (``None``: none
     ran, or none beside one step a call ran). The windows are fitted as the
     confirmation's are (log score = steps per call + window), each ``K`` compared with one
     step a call, Bonferroni over the ``K`` tried (the verdict widens the interval on a busy
-    machine). A ``K`` whose call needs more memory than ``max_memory`` is never the one
+    machine), the noise between windows pooled with ``prior``'s (the confirmation's
+    windows). A ``K`` whose call needs more memory than ``max_memory`` is never the one
     recommended."""
     ran = [
         m
@@ -189,7 +210,7 @@ def fusing_of(
     tried = [k for k in fit.keys if k != 1]
     if not tried:
         return None
-    noise = pooled_noise(fit, None)
+    noise = pooled_noise(fit, prior)
     per_window: dict[Any, dict[Any, float]] = {}
     for m in fits:
         per_window.setdefault(m.steps_per_call, {})[m.interleave_id] = math.log(
@@ -210,4 +231,5 @@ def fusing_of(
         found.append((k, c))
     best, comparison = max(found, key=lambda kc: kc[1].ratio)
     at_best = [m for m in fits if m.steps_per_call == best]
-    return Fusing(best, comparison, fixed_share(figures, pick, objective.loop), at_best[-1])
+    share = fixed_share(figures, pick, objective.loop)
+    return Fusing(best, comparison, share, at_best[-1], noise)

@@ -446,6 +446,7 @@ class _Loop:
             self.objective,
             self.steps_per_call,
             fixed_batch=len(self.space.batch_sizes) == 1,
+            judged=now.fusing,
         )
         if not ks or len(ks) > room or (best and best.config in pending):
             return Phase.FUSE, [], None

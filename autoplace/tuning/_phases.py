@@ -1,4 +1,4 @@
-"""The loop's three phases, and how hard each one measures.
+"""The loop's phases, and how hard each one measures.
 
 * search: quick measurements of what the strategy proposes, each group timed in
   turns with the best configuration so far;

@@ -123,8 +123,8 @@ class Standing:
 
     @property
     def steps_per_call(self) -> int:
-        """The steps per call to run the pick at: the ``K`` its windows showed faster than
-        one a call beyond doubt (:attr:`fusing`), else 1."""
+        """The steps per call to run the pick at: the ``K`` its windows recommend
+        (:attr:`fusing`; faster beyond doubt, or ahead enough on the estimate), else 1."""
         return self.fusing.recommended if self.fusing is not None else 1
 
     @property
@@ -269,7 +269,7 @@ def standing(
         unconfirmed=unconfirmed,
         interference=interference,
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
-        fusing=_fused(objective, ranked, figures, history, space, contention),
+        fusing=_fused(objective, ranked, figures, history, space, contention, windows),
         predicted=surmised,
     )
 
@@ -281,13 +281,16 @@ def _fused(
     history: History,
     space: Space | None,
     contention: float,
+    windows: Effects,
 ) -> Fusing | None:
-    """The pick's steps-per-call windows judged (:func:`._fusing.fusing_of`), the interval
-    widened by the machine's contention as every window comparison is."""
+    """The pick's steps-per-call windows judged (:func:`._fusing.fusing_of`), their noise
+    pooled with the confirmation ``windows``', the interval widened by the machine's
+    contention as every window comparison is."""
     if not ranked:
         return None
     max_memory = space.max_memory if space is not None else None
-    found = fusing_of(objective, ranked[0].config, figures, history.fused, max_memory)
+    prior = windows if windows.keys else None
+    found = fusing_of(objective, ranked[0].config, figures, history.fused, max_memory, prior)
     if found is None:
         return None
     return dataclasses.replace(found, comparison=_widened(found.comparison, contention))
