@@ -326,10 +326,11 @@ def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, 
     monkeypatch.setenv("AUTOPLACE_CACHE", str(env.cache))
     code, out, _ = run_cli(capsys, "recommend", str(env.model), "--format", "env")
     assert code == 0
-    assert out.splitlines()[:3] == [
+    assert out.splitlines()[:4] == [
         "AUTOPLACE_DEVICE=cpu:0",
         f"AUTOPLACE_BATCH_SIZE={tuned.batch_size}",
         f"AUTOPLACE_PRECISION={tuned.precision}",
+        f"AUTOPLACE_STEPS_PER_CALL={tuned.steps_per_call}",
     ]
     code, out, _ = run_cli(capsys, "recommend", str(env.model), "--json", "--max-batch-size", "64")
     shown = json.loads(out)
