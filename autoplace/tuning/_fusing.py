@@ -167,7 +167,12 @@ def fusing_window(
     share = fixed_share(figures, pick, objective.loop)
     if not fixed_batch and share is not None and share < FIXED_SHARE:
         return []
-    windows = len({m.interleave_id for m in fused.get(pick, ()) if m.interleave_id})
+    timed = fused.get(pick, ())
+    # Windows timed: those with a result, or as many as their measurements make, failed
+    # ones included (a window whose every process failed is a window all the same).
+    windows = max(
+        len({m.interleave_id for m in timed if m.interleave_id}), len(timed) // (len(tried) + 1)
+    )
     if windows < MIN_WINDOWS:
         return [1, *tried]
     if windows == MIN_WINDOWS and judged is not None and _open(judged):

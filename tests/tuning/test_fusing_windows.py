@@ -192,3 +192,15 @@ def test_a_k_ahead_on_the_estimate_is_recommended_as_the_verdict_picks_its_best(
     fusing = fusing_of(throughput(), pick, figures, windows)
     assert fusing is not None and fusing.comparison.verdict != "faster"
     assert fusing.recommended == recommended and says in fusing.text()
+
+
+def test_windows_whose_every_process_failed_still_count():
+    # Fused K that crash, and the plain one too: two windows were spent, none is timed again.
+    pick = autoplace.Config("cpu:0", 8, "float32", None)
+    figures = {pick: measured_at(1, "confirm", 1e-4)}
+    crashed = autoplace.Measurement.failed(
+        "crash", "the worker was killed", device="cpu:0", batch_size=8, precision="float32",
+        width=None,
+    )  # fmt: skip
+    assert fusing_window(pick, figures, {pick: (crashed,) * 3}, throughput(), (4, 16), True)
+    assert not fusing_window(pick, figures, {pick: (crashed,) * 6}, throughput(), (4, 16), True)
