@@ -356,9 +356,12 @@ def _feeding(t: Mapping[str, Any], m: Measurement) -> str:
             f"{units.seconds(t['step_s'])} with the batch on the device"
         )
     else:
-        basis = (
-            f"one put of {units.size(t['batch_bytes'])} takes {units.seconds(t['transfer_s'])} "
-            f"of the {units.seconds(t['fed_step_s'])} fed step"
+        return (
+            f"Feeding a fresh host batch each step takes up to {units.percent(t['share'])} of "
+            f"the step (one put of {units.size(t['batch_bytes'])} alone takes "
+            f"{units.seconds(t['transfer_s'])} of the {units.seconds(t['fed_step_s'])} fed "
+            "step; in the loop the put overlaps the step, and the step with the batch on the "
+            "device was not timed long enough here to say what keeping the data there gains)."
         )
     gain = t.get("gain_on_device")
     keeping = (

@@ -252,3 +252,27 @@ def test_a_cliff_is_explained_from_xlas_figures_or_said_to_be_unexplained(flops_
     winner = figures[Config("cpu:0", 256, "float32", 8)]
     (sentence,) = [s for s in explain_figures(figures, winner, []).sentences if "at batch 512" in s]
     assert said in sentence and "caches outgrown, memory pressure" not in sentence
+
+
+def feeding_sentence(**figures):
+    from autoplace.explaining import explain_figures
+
+    c = Config("cpu:0", 32, "float32", None)
+    m = autoplace.Measurement(status="ok", reason="", device="cpu:0", batch_size=32,
+                              precision="float32", width=None, batch_bytes=100_352,
+                              **figures)  # fmt: skip
+    (found,) = [s for s in explain_figures({c: m}, m, []).sentences if "Feeding" in s]
+    return found
+
+
+def test_a_put_timed_alone_bounds_the_feeding_share_and_claims_no_gain():
+    # A 98 KiB put alone took 141 us of a 142 us fed step (timed alone, it cannot overlap a
+    # step as it does in the loop): the share is at most that, and nothing is promised.
+    said = feeding_sentence(fed_step_s=142e-6, transfer_s=141e-6, step_s=90e-6, step_samples=1)
+    assert "up to 99.3% of the step" in said
+    assert "x the throughput" not in said and "not timed long enough" in said
+
+
+def test_both_loops_timed_give_the_feeding_share_and_the_gain_on_the_device():
+    said = feeding_sentence(fed_step_s=142e-6, transfer_s=141e-6, step_s=100e-6, step_samples=5)
+    assert "takes 29.6% of the step" in said and "1.42x the throughput" in said
