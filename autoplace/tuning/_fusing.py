@@ -30,7 +30,6 @@ the tune measures it where it can matter and never guesses:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,15 +37,8 @@ from autoplace.config import Config
 from autoplace.explaining import arm_models
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._drift import Effects, fit_effects
-from autoplace.tuning._margin import (
-    MIN_WINDOWS,
-    Comparison,
-    Noise,
-    compare,
-    could_decide,
-    pooled_noise,
-)
+from autoplace.tuning._drift import Effects
+from autoplace.tuning._margin import MIN_WINDOWS, Comparison, Noise, against_base, could_decide
 
 #: The share of the pick's step its fixed cost must reach for steps per call to be timed:
 #: at 10%, sixteen steps a call would make the step at most 1.10x faster (1 / (0.9 +
@@ -209,31 +201,11 @@ def fusing_of(
         if m.status == "ok" and objective.score(m) and not m.environment
     ]
     fits = [m for m in ran if max_memory is None or (m.peak_bytes or 0) <= max_memory]
-    fit = fit_effects([(m.steps_per_call, m.interleave_id, objective.score(m)) for m in fits])
-    if 1 not in fit:
+    scores = [(m.steps_per_call, m.interleave_id, objective.score(m)) for m in fits]
+    judged = against_base(objective, scores, 1, prior)  # type: ignore[arg-type]
+    if judged is None:
         return None
-    tried = [k for k in fit.keys if k != 1]
-    if not tried:
-        return None
-    noise = pooled_noise(fit, prior)
-    per_window: dict[Any, dict[Any, float]] = {}
-    for m in fits:
-        per_window.setdefault(m.steps_per_call, {})[m.interleave_id] = math.log(
-            objective.score(m)  # type: ignore[arg-type]
-        )
-    found = []
-    for k in tried:
-        c = compare(
-            objective,
-            fit,
-            noise,
-            k,
-            1,
-            comparisons=len(tried),
-            per_window=per_window,
-            basis="windows in fresh processes",
-        )
-        found.append((k, c))
+    found, noise = judged
     best, comparison = max(found, key=lambda kc: kc[1].ratio)
     at_best = [m for m in fits if m.steps_per_call == best]
     share = fixed_share(figures, pick, objective.loop)

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._drift import Effects
+from autoplace.tuning._drift import Effects, fit_effects
 
 #: Two-sided level of every interval, before the correction for several comparisons.
 ALPHA = 0.05
@@ -323,6 +323,46 @@ def _signs(
         return []
     ours, theirs = per_window.get(a, {}), per_window.get(b, {})
     return [sign * (ours[w] - theirs[w]) for w in shared if w in ours and w in theirs]
+
+
+def against_base(
+    objective: Objective,
+    scores: Sequence[tuple[Hashable, str | None, float]],
+    base: Hashable,
+    prior: Effects | None = None,
+) -> tuple[list[tuple[Hashable, Comparison]], Noise] | None:
+    """Each variant of one configuration against its ``base`` (the pick as it is, one step
+    a call), from ``(variant, window, score)`` timed in turns in windows of fresh
+    processes: fitted as the confirmation's windows are (log score = variant + window),
+    the noise between windows pooled with ``prior``'s, each variant compared with the base,
+    Bonferroni over the variants. ``None`` where the base or every variant is missing."""
+    fit = fit_effects(scores)
+    if base not in fit:
+        return None
+    tried = [k for k in fit.keys if k != base]
+    if not tried:
+        return None
+    noise = pooled_noise(fit, prior)
+    per_window: dict[Hashable, dict[Hashable, float]] = {}
+    for key, window, score in scores:
+        per_window.setdefault(key, {})[window] = math.log(score)
+    found = [
+        (
+            k,
+            compare(
+                objective,
+                fit,
+                noise,
+                k,
+                base,
+                comparisons=len(tried),
+                per_window=per_window,
+                basis="windows in fresh processes",
+            ),
+        )
+        for k in tried
+    ]
+    return found, noise
 
 
 def window_scores(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ctypes.util
 import dataclasses
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,8 +28,7 @@ from typing import Any
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._drift import fit_effects
-from autoplace.tuning._margin import MIN_WINDOWS, Comparison, compare, pooled_noise
+from autoplace.tuning._margin import MIN_WINDOWS, Comparison, against_base
 
 #: Page faults per step from which a pick counts as mapping fresh memory every step: 256
 #: faults of 4 KiB pages are a MiB zeroed by the kernel each step ...
@@ -134,36 +132,11 @@ def remedy_of(
     The windows are fitted as the confirmation's are (log score = setting + window), and
     each candidate is compared with the pick as it is, Bonferroni over the candidates."""
     ran = [m for m in remedies.get(pick, ()) if m.status == "ok" and objective.score(m)]
-    if not ran:
+    scores = [(setting(m.environment), m.interleave_id, objective.score(m)) for m in ran]
+    judged = against_base(objective, scores, AS_IT_IS)  # type: ignore[arg-type]
+    if judged is None:
         return None
-    fit = fit_effects([(setting(m.environment), m.interleave_id, objective.score(m)) for m in ran])
-    if AS_IT_IS not in fit:
-        return None
-    tried = [k for k in fit.keys if k != AS_IT_IS]
-    if not tried:
-        return None
-    noise = pooled_noise(fit, None)
-    per_window: dict[Any, dict[Any, float]] = {}
-    for m in ran:
-        per_window.setdefault(setting(m.environment), {})[m.interleave_id] = math.log(
-            objective.score(m)  # type: ignore[arg-type]
-        )
-    found = [
-        (
-            k,
-            compare(
-                objective,
-                fit,
-                noise,
-                k,
-                AS_IT_IS,
-                comparisons=len(tried),
-                per_window=per_window,
-                basis="windows in fresh processes",
-            ),
-        )
-        for k in tried
-    ]
+    found, _ = judged
     best, comparison = max(found, key=lambda kc: kc[1].ratio)
 
     def faults(name: str) -> float | None:
