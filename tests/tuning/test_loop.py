@@ -558,10 +558,12 @@ def test_a_real_step_at_a_fixed_small_batch_has_its_steps_per_call_timed(tmp_pat
     # steps per call it recommends (K only where faster beyond doubt: the machine decides).
     result = tune_real(tmp_path, "tiny_mlp", 4)
     fusing = result.standing.fusing
-    assert fusing is not None and fusing.comparison.windows == 2
+    # two windows, a third where one more could settle it: how noisy the machine is decides
+    assert fusing is not None and fusing.comparison.windows in (2, 3)
     assert fusing.steps_per_call in (4, 16) and fusing.figures.steps_per_call in (4, 16)
     doc = rec.read(tmp_path / "a.toml")
     k = doc["recommendation"]["steps_per_call"]
-    assert k == (fusing.steps_per_call if fusing.comparison.verdict == "faster" else 1)
+    assert k == fusing.recommended and k in (1, fusing.steps_per_call)
+    assert k == (fusing.steps_per_call if fusing.helps or fusing.ahead else 1)
     assert doc["recommendation"]["fusing"]["best_tried"] == fusing.steps_per_call
     assert result.answer is not None and result.answer.candidates[0].steps_per_call == k
