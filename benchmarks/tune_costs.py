@@ -9,7 +9,7 @@ compile, its timed loops' seconds, its worker's start-up and its wall time):
 * ``start-up``: the worker processes' starts (the shared worker's, and the fresh ones'
   of each window);
 * ``compile``: XLA's compiles that were not a cache's (lowering included);
-* ``search``, ``confirm``, ``duel``, ``remedy``: the timed loops of each phase;
+* ``search``, ``confirm``, ``duel``, ``remedy``, ``fuse``: the timed loops of each phase;
 * ``other``: the tune's wall time less all of those (imports, the study's storage, the
   set-up of each measurement: builds, batches, first calls, the float32 comparison).
 
@@ -36,7 +36,7 @@ from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 
 import autoplace
 
-PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "other")
+PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "fuse", "other")
 
 
 def costs(db: Path) -> dict[str, float]:

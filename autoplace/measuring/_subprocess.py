@@ -12,7 +12,10 @@ exhausts memory takes down only a worker. Two kinds of worker:
   nothing else, as the user's training process will, while the caller has their timed
   chunks take turns across the processes. A step's time can depend on what ran before
   in the same process (allocator state alone moved one by 2.7x). They load the shared
-  worker's compiles from JAX's persistent compilation cache, kept for this backend.
+  worker's compiles from JAX's persistent compilation cache, kept for this backend, and
+  are forked from a process that has imported JAX and nothing more
+  (:mod:`._forkserver`), unless a request's environment must be there when its process
+  starts (``MeasureRequest.env``): such a worker is started from scratch with it.
 
 What a worker survives:
 
@@ -53,6 +56,7 @@ from autoplace.devices import DeviceInfo
 from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress, with_figures
+from autoplace.measuring._forkserver import Forked, ForkServer, start_python
 from autoplace.measuring._timing import time_interleaved
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
@@ -103,9 +107,15 @@ class _Stop:
 class _Worker:
     """One worker process: started, asked, stopped; and what its death means."""
 
-    def __init__(self, log: Path, boot: dict[str, Any], env: dict[str, str]) -> None:
-        self._log, self._boot, self._env = log, boot, env
-        self.process: subprocess.Popen | None = None
+    def __init__(
+        self,
+        log: Path,
+        boot: dict[str, Any],
+        env: dict[str, str],
+        forks: ForkServer | None = None,
+    ) -> None:
+        self._log, self._boot, self._env, self._forks = log, boot, env, forks
+        self.process: subprocess.Popen | Forked | None = None
         self._conn: Any = None
         self._busy = False
         #: Whether the last worker to die was killed by a signal (not an exit of its own).
@@ -115,27 +125,19 @@ class _Worker:
         self.start_s: float | None = None
 
     def launch(self) -> None:
-        """Start the process (not waiting for it: :meth:`ready` does)."""
+        """Start the process (not waiting for it: :meth:`ready` does): forked from the
+        fork server where the worker has one and it can fork, else from scratch."""
         ours, theirs = socket.socketpair()
-        env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **self._env}
         self._log.parent.mkdir(parents=True, exist_ok=True)  # close() removes it
         self._started = time.perf_counter()
-        with open(self._log, "wb") as log:  # each worker's own log: a crash quotes only it
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    _WORKER_BOOT,
-                    str(theirs.fileno()),
-                    json.dumps(self._boot),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                pass_fds=(theirs.fileno(),),
-                env=env,
-                start_new_session=True,
-            )
+        forked = None
+        if self._forks is not None:
+            forked = self._forks.fork(theirs.fileno(), self._log, self._boot)
+        if forked is not None:
+            self.process = forked
+        else:  # each worker's own log: a crash quotes only it
+            boot = [json.dumps(self._boot)]
+            self.process = start_python(_WORKER_BOOT, theirs.fileno(), boot, self._log, self._env)
         theirs.close()
         self._conn = Connection(ours.detach())
 
@@ -316,6 +318,7 @@ class SubprocessBackend:
         self._folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         self._cache = self._folder / "xla-cache"
         self._worker = _Worker(self._folder / "worker.log", self._boot(), self._env)
+        self._forks = ForkServer(self._folder / "forkserver.log", self._env)
         self._fresh: list[_Worker] = []
         #: The real compile of each configuration this backend measured: a fresh worker
         #: loads it from the persistent cache, and reports these figures for it.
@@ -359,6 +362,7 @@ class SubprocessBackend:
         for worker in self._fresh:
             worker.stop(kill=True)
         self._fresh.clear()
+        self._forks.close()
         shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> SubprocessBackend:
@@ -372,6 +376,7 @@ class SubprocessBackend:
             self._worker.stop(kill=True)
             for worker in self._fresh:
                 worker.stop(kill=True)
+            self._forks.close()
 
     def _call(
         self,
@@ -412,6 +417,11 @@ class SubprocessBackend:
         requests: Sequence[MeasureRequest],
         on_progress: Callable[[Progress], None] | None = None,
     ) -> list[Measurement]:
+        if any(r.env for r in requests):
+            raise BadInputError(
+                "the shared worker cannot take an environment of its own (MeasureRequest.env): "
+                "it is read when a process starts; use measure_fresh"
+            )
         return self._measure(list(requests), on_progress, retry=True)
 
     def _measure(
@@ -467,14 +477,19 @@ class SubprocessBackend:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> list[Measurement]:
         """Each configuration in a fresh worker process of its own, their timed chunks taking
-        turns across the processes (see :meth:`autoplace.Backend.measure_fresh`)."""
+        turns across the processes (see :meth:`autoplace.Backend.measure_fresh`). A worker is
+        forked from the fork server, or, when its request has an environment of its own
+        (``MeasureRequest.env``: read as a process starts), started from scratch with it."""
         requests = list(requests)
         window = _FreshWindow(
             [
                 _Worker(
-                    self._folder / f"fresh-{uuid.uuid4().hex[:8]}.log", self._boot(True), self._env
+                    self._folder / f"fresh-{uuid.uuid4().hex[:8]}.log",
+                    self._boot(True),
+                    {**self._env, **dict(r.env)},
+                    forks=None if r.env else self._forks,
                 )
-                for _ in requests
+                for r in requests
             ],
             requests,
             on_progress,

@@ -185,6 +185,40 @@ def test_fresh_processes_take_turns_and_load_the_real_compile_from_the_cache() -
     assert any("turn" in p.what for p in heard)
 
 
+NEEDS_ENV = """
+import os
+
+import numpy as np
+
+import autoplace
+
+
+@autoplace.workload()
+def needs_env(width, dtype):
+    if os.environ.get("AUTOPLACE_TEST_MARK") != "set":
+        raise RuntimeError("AUTOPLACE_TEST_MARK is not in this process's environment")
+    return autoplace.Workload(
+        state=np.ones(4, dtype),
+        step=lambda s, b: s * b.mean(),
+        make_batch=lambda n, rng: rng.random((n, 4)).astype(dtype),
+        kind="infer",
+    )
+"""
+
+
+@pytest.mark.slow
+def test_a_fresh_worker_starts_with_its_requests_environment(tmp_path: Path) -> None:
+    plain = request(write_model(tmp_path, NEEDS_ENV), "needs_env", FAST)
+    marked = dataclasses.replace(plain, env=(("AUTOPLACE_TEST_MARK", "set"),))
+    with SubprocessBackend() as backend:
+        with_env, without = backend.measure_fresh([marked, plain])  # one started, one forked
+        with pytest.raises(BadInputError, match="environment of its own"):
+            backend.measure_together([marked])  # the shared worker's environment is set
+    assert with_env.status == "ok", with_env.reason
+    assert with_env.environment == ("AUTOPLACE_TEST_MARK=set",)
+    assert without.status == "error" and "AUTOPLACE_TEST_MARK" in without.reason
+
+
 @pytest.mark.slow
 def test_a_configuration_failing_in_a_fresh_window_drops_out_and_the_others_go_on() -> None:
     reqs = [request(model("tiny_mlp"), "mlp", FAST), request(model("nan"), "nan", FAST)]
