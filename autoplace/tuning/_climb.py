@@ -19,12 +19,20 @@ runs the steps in order and returns the first non-empty group (at most
    of the range, ends the arm).
 2. :func:`cover` (explores): measure the leader every second batch step (x4) across
    the whole range, and at both ends, smallest batches first (they are the cheapest).
+   For throughput, below the screen the smallest batch and the one midway come first:
+   with them, the screen and the batches above, the arm's cost line is tested at both
+   ends and in the middle, and any other batch inside is measured only where no line
+   holds or the line says it could reach the best (:func:`._reach.could_reach`: measure
+   only what could win).
 3. :func:`peaks`: measure the leader one batch step either side of every local
    maximum of its scores within ``reach`` of its best: every peak the noise cannot
    rule out, until each is measured on both sides.
 4. :func:`gaps` (explores): measure the leader between two batches of the cover
    where the better of them scores within ``gap`` of its best: a narrow peak (a
    batch that fits a CPU's caches) can hide there.
+   :func:`predicted` (explores, throughput): where the leader's cost line holds, measure
+   each batch between its smallest and largest measured that the line says could reach
+   the best: the line tells a narrow peak too, where the cover's stride does not.
 5. :func:`at_anchor`: measure every other arm at the leader's anchor, together,
    unless the leader beats it by more than ``drop`` at every batch both have
    measured (emulated precisions on a CPU can run at half speed or less) and, for a
@@ -36,6 +44,9 @@ runs the steps in order and returns the first non-empty group (at most
    and can win at large ones (the seeds' GPU slower than the CPU on a tiny model).
 6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
+
+An arm other than the leader is never covered: it is measured at the leader's anchor,
+and around its own best only where that is within ``reach`` of the leader's.
 
 A failure (``None``: out of memory, too big, a timeout, NaN) bounds its arm: below a
 batch that ran, it rules out that batch and every smaller one (tiny batches going
@@ -55,6 +66,7 @@ from collections.abc import Iterable, Mapping
 from autoplace.config import PRECISION_BYTES, Config
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
+from autoplace.tuning._reach import cost_line, could_reach
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 
@@ -101,6 +113,8 @@ class Climb:
         chosen: Group = ()
         for step in _STEPS:
             found = step(view, leader)
+            if found and step is cover and _framing(view, leader):
+                return found  # what the frame finds decides what else is worth measuring
             if found and chosen and step not in _FILLERS:
                 break
             chosen = _group((*chosen, *found))
@@ -209,6 +223,16 @@ class _View:
         scored = [arm for arm in self.arms if self.table[arm]]
         return sorted(scored, key=lambda arm: -self.objective.key(self.best(arm)[1]))
 
+    def could_reach(self, arm: Arm, i: int, best: float) -> bool:
+        """Whether the arm's batch ``i`` could score ``best``, by its cost line (always, for
+        an objective other than throughput: only its score is the line's own quantity)."""
+        if self.objective.name != "throughput":
+            return True
+        measured = self.table[arm]
+        steps = min((abs(i - j) for j in measured), default=0)
+        scores = {self.batches[j]: s for j, s in measured.items()}
+        return could_reach(scores, self.batches[i], steps, best)
+
     def around_best(self, arm: Arm) -> list[Config]:
         """The free batches one step above and below the arm's best, in that order."""
         i, _ = self.best(arm)
@@ -270,7 +294,10 @@ def screen(view: _View) -> Group:
 def cover(view: _View, leader: _Leader) -> Group:
     """Measure the exploring leader every second batch step across the whole range (counted
     from the start batch), and at the smallest and largest batch, smallest first; past its
-    largest measured batch one at a time, so that none is tried above an unknown failure."""
+    largest measured batch one at a time, so that none is tried above an unknown failure.
+    For throughput, below what it measured, first its smallest batch and the one midway
+    (in batch steps), then only the batches its cost line leaves a chance
+    (:meth:`_View.could_reach`)."""
     if not leader.explores:
         return ()
     arm, last = leader.arm, len(view.batches) - 1
@@ -278,7 +305,27 @@ def cover(view: _View, leader: _Leader) -> Group:
     known = max(view.table[arm])
     below = [i for i in sorted(coarse) if i <= known and view.free(arm, i)]
     above = [i for i in sorted(coarse) if i > known and view.free(arm, i)][:1]
+    if below and _framing(view, leader):
+        # The line's low end and its middle first: they decide what lies between.
+        middle = min(below, key=lambda i: abs(i - (below[0] + min(view.table[arm])) / 2))
+        below = sorted({below[0], middle})
+    elif view.objective.name == "throughput":
+        below = [i for i in below if view.could_reach(arm, i, leader.score)]
     return _group(view.config(arm, i) for i in below + above)
+
+
+def _framing(view: _View, leader: _Leader) -> bool:
+    """Whether the cover, for throughput, has yet to measure the leader's smallest batch
+    (below all it measured): then it measures that batch and the one midway, alone in
+    their group, before it decides on any batch between."""
+    arm = leader.arm
+    lowest = max(0, view.floor[arm] + 1)
+    return (
+        view.objective.name == "throughput"
+        and leader.explores
+        and lowest < min(view.table[arm])
+        and view.free(arm, lowest)
+    )
 
 
 def peaks(view: _View, leader: _Leader) -> Group:
@@ -315,6 +362,28 @@ def gaps(view: _View, leader: _Leader) -> Group:
             found.append((key(better), lo + 1))
     found.sort(reverse=True)
     return _group(view.config(arm, i) for _, i in found if view.free(arm, i))
+
+
+def predicted(view: _View, leader: _Leader) -> Group:
+    """Measure the exploring leader, for throughput, at each batch between its smallest and
+    largest measured that its cost line, where one holds, says could reach the best
+    (:meth:`_View.could_reach`; where none holds, nothing: :func:`gaps` does the work)."""
+    if not leader.explores or view.objective.name != "throughput":
+        return ()
+    measured, arm = view.table[leader.arm], leader.arm
+    if not cost_line_holds(view, arm):
+        return ()
+    inside = range(min(measured) + 1, max(measured))
+    return _group(
+        view.config(arm, i)
+        for i in inside
+        if view.free(arm, i) and view.could_reach(arm, i, leader.score)
+    )
+
+
+def cost_line_holds(view: _View, arm: Arm) -> bool:
+    """Whether a cost line holds over the arm's measured batches (see :mod:`._reach`)."""
+    return cost_line({view.batches[j]: s for j, s in view.table[arm].items()}) is not None
 
 
 def _wider(arm: Arm, other: Arm) -> int:
@@ -360,7 +429,7 @@ def refine(view: _View, leader: _Leader) -> Group:
     )
 
 
-_STEPS = (cover, peaks, gaps, at_anchor, refine)
+_STEPS = (cover, peaks, gaps, predicted, at_anchor, refine)
 #: The steps whose proposals may fill a group that an earlier step left short: what they
 #: choose does not hang on the group's results (see :meth:`Climb.propose`).
-_FILLERS = (cover, peaks, gaps)
+_FILLERS = (cover, peaks, gaps, predicted)

@@ -186,6 +186,25 @@ def test_a_wider_precision_behind_only_past_its_cliff_is_still_tried_below_it():
     assert min(scores, key=lambda c: -scores[c]) == Config("cpu:0", 32, "float32", None)
 
 
+def test_where_the_leaders_cost_line_holds_its_small_batches_are_not_measured():
+    # The README's MLP on a 2-core CPU: 436 us a step, 4.86 us a sample. The smallest batch,
+    # the one midway (16) and those near the top hold the line; the ones between it predicts
+    # at half the best or less, so they are not measured (the old cover measured 4 and 64).
+    def curve(c: Config) -> float:
+        return c.batch_size / (436 + 4.86 * c.batch_size)
+
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    assert max(scores, key=lambda c: scores[c]).batch_size == 4096
+    measured = sorted(c.batch_size for c in scores)
+    assert measured[:2] == [1, 16] and not {2, 4, 8, 32, 64} & set(measured)
+    # the same curve with a peak from 8 to 32 (caches): no line holds, so it is found
+    top = curve(Config("cpu:0", 4096, "float32", None))
+    peaked = {8: 1.5 * top, 16: 2 * top, 32: 1.5 * top}
+    scores = drive(Climb(), space, throughput(), lambda c: peaked.get(c.batch_size, curve(c)))
+    assert max(scores, key=lambda c: scores[c]).batch_size == 16
+
+
 def test_a_device_that_starts_slow_but_wins_at_large_batches_is_found():
     # The seeds' case: cpu:0 stands for an accelerator, 2 ms to launch a step but 1 µs a
     # sample; cpu:1 for a CPU, 0.1 ms and 4 µs. At the screen (256) cpu:1 is twice as
