@@ -20,9 +20,10 @@ A worker that must start with an environment of its own (a remedy: ``LD_PRELOAD`
 from scratch (see ``SubprocessBackend.measure_fresh``).
 
 The protocol is one ``SOCK_SEQPACKET`` socket, one JSON message per request and reply:
-``fork`` (the child's end of its connection passes as a file descriptor) answers the
-child's pid; ``poll`` answers a child's exit code (reaped by the server, its parent),
-or ``None`` while it runs. The server exits when the socket closes or its caller dies.
+``ping`` answers once the imports are done; ``fork`` (the child's end of its connection
+passes as a file descriptor) answers the child's pid; ``poll`` answers a child's exit
+code (reaped by the server, its parent), or ``None`` while it runs. The server exits when
+the socket closes or its caller dies.
 """
 
 from __future__ import annotations
@@ -71,6 +72,30 @@ class ForkServer:
         self._lock = threading.Lock()
         #: Set once the server failed: later forks start workers from scratch.
         self.broken = False
+
+    def launch(self) -> None:
+        """Start the server, not waiting for it (:meth:`ready` does). Optional: the first
+        :meth:`fork` starts it otherwise; started beside another process's start-up, its
+        imports are off the critical path."""
+        with self._lock:
+            if not self.broken and self._sock is None:
+                try:
+                    self._launch()
+                except OSError:
+                    self._break()
+
+    def ready(self) -> bool:
+        """Wait until the server has imported what it forks with; false if it failed (later
+        forks then start their workers from scratch)."""
+        self.launch()
+        with self._lock:
+            if self.broken:
+                return False
+            try:
+                self._ask({"op": "ping"})
+            except (OSError, ValueError):
+                self._break()
+        return not self.broken
 
     def fork(self, connection: int, log: Path, boot: dict[str, Any]) -> Forked | None:
         """A child running the worker loop on file descriptor ``connection``, writing to
@@ -225,6 +250,8 @@ def serve(fd: int) -> None:
             for passed in fds:
                 os.close(passed)
             reply: dict[str, Any] = {"pid": pid}
+        elif message["op"] == "ping":
+            reply = {"ok": True}
         elif message["op"] == "poll":
             reply = {"code": _code(int(message["pid"]), codes)}
         else:

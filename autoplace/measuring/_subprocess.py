@@ -351,8 +351,13 @@ class SubprocessBackend:
         ``multiprocessing`` child: it never re-imports the caller's ``__main__``,
         so an embedding script needs no ``if __name__ == "__main__"`` guard. It runs
         in its own session, so a Ctrl-C at the terminal reaches only the caller.
+        The fork server of the fresh workers starts beside it (its imports are the shorter),
+        and is ready when this returns: the verdict's first window does not wait for it, and
+        its imports never overlap a timed loop.
         """
+        self._forks.launch()
         self.last_start_s = self._worker.start()
+        self._forks.ready()
         self.starts += 1
         self._unbilled_start_s += self.last_start_s
         return self.last_start_s

@@ -39,6 +39,8 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
 def test_a_forked_worker_answers_and_is_the_servers_child_in_a_session_of_its_own(tmp_path):
     server = ForkServer(tmp_path / "server.log", {})
     try:
+        server.launch()  # started ahead, as beside the shared worker's start
+        assert server.ready()
         child, conn = fork(server, tmp_path)
         assert child is not None and child.poll() is None
         conn.send(("devices", None))
@@ -82,6 +84,7 @@ def test_a_server_that_cannot_start_forks_nothing(tmp_path):
     # An interpreter that cannot find its standard library dies before it imports anything.
     server = ForkServer(tmp_path / "server.log", {"PYTHONHOME": str(tmp_path / "nowhere")})
     try:
+        assert not server.ready()
         assert fork(server, tmp_path)[0] is None
         assert server.broken
     finally:
