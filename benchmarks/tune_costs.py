@@ -78,14 +78,28 @@ def costs(db: Path) -> dict[str, float]:
     return out
 
 
+def measured(db: Path) -> dict[str, int]:
+    """How many trials the study holds, and how many configurations its search measured."""
+    import optuna
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db}")
+    trials, searched = 0, set()
+    for summary in storage.get_all_studies():
+        for t in optuna.load_study(study_name=summary.study_name, storage=storage).trials:
+            trials += 1
+            if t.user_attrs.get("phase", "search") == "search":
+                searched.add(t.user_attrs.get("config"))
+    return {"trials": trials, "configs": len(searched)}
+
+
 def tune_costs(code: Path | None, model: str, workload: str, folder: Path, tag: str) -> dict:
-    """One tune in a fresh process, and where its seconds went."""
+    """One tune in a fresh process, where its seconds went, and what it measured."""
     run = run_tune(code, model, workload, folder, tag)
     if run.error is not None:
         return {"tag": tag, "wall_s": run.wall_s, "error": run.error[-400:]}
     parts = costs(run.db)
     parts["other"] = run.wall_s - sum(parts.values())
-    return {"tag": tag, "wall_s": run.wall_s, "parts": parts}
+    return {"tag": tag, "wall_s": run.wall_s, "parts": parts, "measured": measured(run.db)}
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -101,7 +115,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     tag = f"{name}-{rev}-{n}"
                     run = tune_costs(codes[rev], model, workload, Path(tmp), tag)
                     found[rev].append(run)
-                    print(f"{tag}: {run['wall_s']:.1f} s "
+                    print(f"{tag}: {run['wall_s']:.1f} s {run.get('measured')} "
                           f"{ {k: round(v, 1) for k, v in run.get('parts', {}).items()} }",
                           flush=True)  # fmt: skip
             rows.append({"workload": name, "tunes": found, "median": {
