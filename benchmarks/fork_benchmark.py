@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--cap", type=float, default=0.5, help="timed seconds a loop")
+    parser.add_argument(
+        "--cases",
+        type=lambda s: [tuple(c.split(":")) for c in s.split(",")],
+        default=CASES,
+        help="MODEL:WORKLOAD:BATCH:PRECISION,... (default: the examples)",
+    )
     args = parser.parse_args(argv)
 
     def uptime() -> str:
@@ -99,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     body: dict[str, Any] = {"uptime": {"start": uptime()}, "cases": []}
     with autoplace.SubprocessBackend() as backend:
         devices = backend.devices()
-        for model, workload, batch, precision in CASES:
+        for model, workload, batch, precision in args.cases:
+            batch = int(batch)
             print(f"== {workload} batch={batch} {precision}", flush=True)
             found = case(backend, model, workload, batch, precision, args.windows, args.cap)
             body["cases"].append(found)
