@@ -66,7 +66,7 @@ from collections.abc import Iterable, Mapping
 from autoplace.config import PRECISION_BYTES, Config
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
-from autoplace.tuning._reach import cost_line, could_reach
+from autoplace.tuning._reach import CostLine, cost_line, could_reach
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 
@@ -223,15 +223,19 @@ class _View:
         scored = [arm for arm in self.arms if self.table[arm]]
         return sorted(scored, key=lambda arm: -self.objective.key(self.best(arm)[1]))
 
-    def could_reach(self, arm: Arm, i: int, best: float) -> bool:
-        """Whether the arm's batch ``i`` could score ``best``, by its cost line (always, for
-        an objective other than throughput: only its score is the line's own quantity)."""
+    def line(self, arm: Arm) -> CostLine | None:
+        """The arm's cost line, where one holds over its measured batches (see
+        :mod:`._reach`); none for an objective other than throughput (only its score is the
+        line's own quantity)."""
         if self.objective.name != "throughput":
-            return True
-        measured = self.table[arm]
-        steps = min((abs(i - j) for j in measured), default=0)
-        scores = {self.batches[j]: s for j, s in measured.items()}
-        return could_reach(scores, self.batches[i], steps, best)
+            return None
+        return cost_line({self.batches[j]: s for j, s in self.table[arm].items()})
+
+    def could_reach(self, line: CostLine | None, arm: Arm, i: int, best: float) -> bool:
+        """Whether the arm's batch ``i`` could score ``best``, by the arm's ``line``
+        (:meth:`line`; none: it could)."""
+        steps = min((abs(i - j) for j in self.table[arm]), default=0)
+        return could_reach(line, self.batches[i], steps, best)
 
     def around_best(self, arm: Arm) -> list[Config]:
         """The free batches one step above and below the arm's best, in that order."""
@@ -309,8 +313,9 @@ def cover(view: _View, leader: _Leader) -> Group:
         # The line's low end and its middle first: they decide what lies between.
         middle = min(below, key=lambda i: abs(i - (below[0] + min(view.table[arm])) / 2))
         below = sorted({below[0], middle})
-    elif view.objective.name == "throughput":
-        below = [i for i in below if view.could_reach(arm, i, leader.score)]
+    else:
+        line = view.line(arm)
+        below = [i for i in below if view.could_reach(line, arm, i, leader.score)]
     return _group(view.config(arm, i) for i in below + above)
 
 
@@ -371,19 +376,15 @@ def predicted(view: _View, leader: _Leader) -> Group:
     if not leader.explores or view.objective.name != "throughput":
         return ()
     measured, arm = view.table[leader.arm], leader.arm
-    if not cost_line_holds(view, arm):
+    line = view.line(arm)
+    if line is None:
         return ()
     inside = range(min(measured) + 1, max(measured))
     return _group(
         view.config(arm, i)
         for i in inside
-        if view.free(arm, i) and view.could_reach(arm, i, leader.score)
+        if view.free(arm, i) and view.could_reach(line, arm, i, leader.score)
     )
-
-
-def cost_line_holds(view: _View, arm: Arm) -> bool:
-    """Whether a cost line holds over the arm's measured batches (see :mod:`._reach`)."""
-    return cost_line({view.batches[j]: s for j, s in view.table[arm].items()}) is not None
 
 
 def _wider(arm: Arm, other: Arm) -> int:

@@ -25,7 +25,8 @@ from autoplace.tuning._predict import MIN_POINTS, PREDICTION_ERROR
 
 @dataclasses.dataclass(frozen=True)
 class CostLine:
-    """``t(b) = fixed + per_sample·b``, seconds (or any unit) per step, over ``batches``."""
+    """``t(b) = fixed + per_sample·b``, seconds (or any unit) per step, fitted over the
+    batches from ``low`` to ``high``."""
 
     fixed: float
     per_sample: float
@@ -77,12 +78,12 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
     return fixed, per_sample
 
 
-def could_reach(throughputs: Mapping[int, float], batch: int, steps: int, best: float) -> bool:
+def could_reach(line: CostLine | None, batch: int, steps: int, best: float) -> bool:
     """Whether ``batch``, ``steps`` batch steps from the nearest batch measured, could score
-    ``best`` (a throughput), by the arm's ``throughputs``: true unless a line holds over
-    batches on both sides of it and predicts it short of ``best`` by more than its error,
-    :data:`PREDICTION_ERROR` a batch step, compounding (as ``_predict`` counts it)."""
-    line = cost_line(throughputs)
+    ``best`` (a throughput), by the arm's :func:`cost_line`: true unless the line holds
+    (not ``None``) over batches on both sides of it and predicts it short of ``best`` by more
+    than its error, :data:`PREDICTION_ERROR` a batch step, compounding (as ``_predict``
+    counts it)."""
     if line is None or not line.spans(batch):
         return True
     return line.throughput(batch) * (1 + PREDICTION_ERROR) ** max(steps, 1) >= best

@@ -32,15 +32,17 @@ def test_a_batch_the_line_predicts_far_behind_cannot_reach_the_best():
     # The README's MLP: 436 us fixed, 4.86 us a sample; the best so far at 1024.
     known = line(436.0, 4.86, (1, 128, 256, 512, 1024))
     best = max(known.values())
-    assert not could_reach(known, 16, steps=3, best=best)
-    assert not could_reach(known, 64, steps=1, best=best)
-    assert could_reach(known, 2048, steps=1, best=best)  # above the line's batches: unknown
-    assert could_reach({1: 1.0, 256: 2.0}, 16, steps=4, best=2.0)  # no line: unknown
+    fitted = cost_line(known)
+    assert not could_reach(fitted, 16, steps=3, best=best)
+    assert not could_reach(fitted, 64, steps=1, best=best)
+    assert could_reach(fitted, 2048, steps=1, best=best)  # above the line's batches: unknown
+    assert could_reach(cost_line({1: 1.0, 256: 2.0}), 16, steps=4, best=2.0)  # no line: unknown
 
 
 def test_the_error_compounds_with_the_distance_to_the_nearest_batch_measured():
     known = line(100.0, 1.0, (1, 64, 256))
     predicted = 16 / (100.0 + 16)
     best = predicted * 1.3  # 30% ahead of the prediction at 16
-    assert not could_reach(known, 16, steps=1, best=best)  # 16% a step: out of reach
-    assert could_reach(known, 16, steps=2, best=best)  # 1.16**2 = 1.35: within it
+    fitted = cost_line(known)
+    assert not could_reach(fitted, 16, steps=1, best=best)  # 16% a step: out of reach
+    assert could_reach(fitted, 16, steps=2, best=best)  # 1.16**2 = 1.35: within it
