@@ -10,7 +10,11 @@ the tune measures it where it can matter and never guesses:
 * **where**: the pick's arm's line ``t(b) = a + c·b`` (``autoplace.explaining``) puts at
   least :data:`FIXED_SHARE` of the pick's step in its fixed cost ``a`` (at 10%, 16 steps a
   call could gain at most 1.10x), or the batch size is fixed (the space holds one: a
-  larger batch is not the user's to take), or the arm has no line to say;
+  larger batch is not the user's to take), or the arm has no line to say; and where the
+  most that share lets the largest ``K`` gain could be shown at all: two windows, with a
+  window's noise as the confirmation just measured it, must be able to call that gain
+  faster (:func:`untimed`: an 11% fixed share lets 16 steps a call gain at most 1.12x,
+  where two windows with a window's noise at 10% show no less than 1.29x, at 2% 1.05x);
 * **how**: the pick is timed at one step a call and at each ``K`` asked
   (``TuneRequest.steps_per_call``, 4 and 16 by default), each in a fresh process of its
   own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, as a remedy is, and a third,
@@ -24,12 +28,15 @@ the tune measures it where it can matter and never guesses:
   the estimate without being shown so (as the verdict picks its best estimate: fused steps
   compute what plain ones do, so the best estimate costs no accuracy; the sentence says it
   was not shown), and its peak memory is within ``--max-memory``; else one step a call.
-  Where the fixed cost is small no window runs, so the knob costs nothing.
+  Where the fixed cost is small no window runs, so the knob costs nothing; where the
+  windows could not show what it could gain, none runs either, and the explanation says
+  why (:class:`Untimed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +45,15 @@ from autoplace.explaining import arm_models
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.tuning._drift import Effects
-from autoplace.tuning._margin import MIN_WINDOWS, Comparison, Noise, against_base, could_decide
+from autoplace.tuning._margin import (
+    ALPHA,
+    MIN_WINDOWS,
+    Comparison,
+    Noise,
+    against_base,
+    could_decide,
+    t_quantile,
+)
 
 #: The share of the pick's step its fixed cost must reach for steps per call to be timed:
 #: at 10%, sixteen steps a call would make the step at most 1.10x faster (1 / (0.9 +
@@ -115,6 +130,79 @@ class Fusing:
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class Untimed:
+    """Why the pick's steps per call were not timed although its fixed cost matters: the
+    most the largest ``K`` could gain is less than :data:`~._margin.MIN_WINDOWS` windows
+    could show with this machine's noise.
+
+    Attributes:
+        batch_size: the pick's batch size.
+        fixed_share: the share of its step the arm's line puts in the fixed cost.
+        steps_per_call: the largest ``K`` asked.
+        most: the most ``K`` steps a call could make it faster (:func:`most_gain`).
+        least_shown: the least gain the windows could call faster (:func:`least_shown`).
+    """
+
+    batch_size: int
+    fixed_share: float
+    steps_per_call: int
+    most: float
+    least_shown: float
+
+    def text(self) -> str:
+        """The reason in words, for the explanation."""
+        return (
+            f"At batch {self.batch_size} (its fixed cost is {self.fixed_share:.0%} of a step "
+            f"at one a call), {self.steps_per_call} steps per call could make it at most "
+            f"{self.most:.2f}x as fast, and {MIN_WINDOWS} windows on this machine now could "
+            f"show no less than {self.least_shown:.2f}x (by the confirmation's noise): steps "
+            "per call were not timed, and one step a call is kept; on a quieter machine "
+            "they are timed."
+        )
+
+
+def most_gain(share: float, k: int) -> float:
+    """How many times as fast ``k`` steps a call could make a step whose fixed cost is
+    ``share`` of it: the fixed cost paid once per ``k`` steps, nothing else gained."""
+    return 1.0 / (1.0 - share + share / k)
+
+
+def least_shown(noise: Noise, variants: int) -> float:
+    """The least ratio to one step a call that :data:`~._margin.MIN_WINDOWS` windows of the
+    pick at one a call and at ``variants`` ``K`` could call faster, with a window's score as
+    noisy as ``noise``: Student's t (Bonferroni over the ``K``, at the degrees of freedom
+    the windows would add) times the standard error of a difference over those windows."""
+    df = noise.df + variants * (MIN_WINDOWS - 1)
+    t = t_quantile(1 - ALPHA / (2 * max(variants, 1)), df)
+    return math.exp(t * noise.sigma * math.sqrt(2 / MIN_WINDOWS))
+
+
+def untimed(
+    pick: Config,
+    figures: Mapping[Config, Measurement],
+    objective: Objective,
+    steps_per_call: Sequence[int],
+    fixed_batch: bool,
+    noise: Noise | None,
+) -> Untimed | None:
+    """Why steps per call are not timed for ``pick`` although its fixed cost is a share of
+    its step that matters (:data:`FIXED_SHARE`, or any with the batch size fixed): the
+    windows could not show what the largest ``K`` could gain. ``None``: they could, or
+    another rule decides (the latency objective, no ``K`` asked, a small share), or
+    nothing says (no line, no noise yet)."""
+    tried = steps_tried(steps_per_call)[1:]
+    share = fixed_share(figures, pick, objective.loop)
+    if objective.name == "latency" or not tried or share is None or noise is None:
+        return None
+    if share < FIXED_SHARE and not fixed_batch:
+        return None
+    most, least = most_gain(share, tried[-1]), least_shown(noise, len(tried))
+    if most >= least:
+        return None
+    return Untimed(pick.batch_size, share, tried[-1], most, least)
+
+
 def steps_tried(steps_per_call: Sequence[int]) -> list[int]:
     """The steps per call a fusing window times, in its order: one, then each ``K`` asked."""
     return [1, *sorted({k for k in steps_per_call if k > 1})]
@@ -145,12 +233,15 @@ def fusing_window(
     steps_per_call: Sequence[int],
     fixed_batch: bool,
     judged: Fusing | None = None,
+    noise: Noise | None = None,
 ) -> list[int]:
     """The steps per call to time the pick at in the next window (one first), or none: no
     ``K`` asked beside one, the latency objective (one request is one step), the pick not
     confirmed in fresh processes, its fixed cost too small a share of its step with a batch
-    size free to grow, or its windows already timed: two, and a third where ``judged``
-    (the two, judged) is undecided and one more window could settle it."""
+    size free to grow, none timed yet and what the largest ``K`` could gain more than two
+    windows could show with ``noise`` (the confirmation's: :func:`untimed`), or its
+    windows already timed: two, and a third where ``judged`` (the two, judged) is
+    undecided and one more window could settle it."""
     tried = steps_tried(steps_per_call)[1:]
     figure = figures.get(pick) if pick is not None else None
     if not tried or objective.name == "latency" or figure is None or not figure.fresh_process:
@@ -165,6 +256,8 @@ def fusing_window(
     windows = max(
         len({m.interleave_id for m in timed if m.interleave_id}), len(timed) // (len(tried) + 1)
     )
+    if windows == 0 and untimed(pick, figures, objective, steps_per_call, fixed_batch, noise):
+        return []
     if windows < MIN_WINDOWS:
         return [1, *tried]
     if windows == MIN_WINDOWS and judged is not None and _open(judged):

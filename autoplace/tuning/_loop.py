@@ -68,7 +68,7 @@ from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._findings import findings
-from autoplace.tuning._fusing import fusing_window, steps_tried
+from autoplace.tuning._fusing import fusing_window, steps_tried, untimed
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
 from autoplace.tuning._phases import Phase, phase_settings
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet
@@ -214,6 +214,20 @@ def tune(
 
         def written_up() -> tuple[Explanation, dict[str, Any]]:
             explanation = _explained(final, space, memory, r.if_busy, cached_limits(None, backend))
+            if final.best is not None and final.fusing is None:
+                why = untimed(
+                    final.best.config,
+                    final.figures,
+                    obj,
+                    r.steps_per_call,
+                    len(space.batch_sizes) == 1,
+                    final.noise,
+                )
+                if why is not None:  # after the verdict's sentence, where the K's would be
+                    first, *rest = explanation.sentences
+                    explanation = dataclasses.replace(
+                        explanation, sentences=(first, why.text(), *rest)
+                    )
             return explanation, build_document(
                 objective=obj,
                 space=space,
@@ -447,6 +461,7 @@ class _Loop:
             self.steps_per_call,
             fixed_batch=len(self.space.batch_sizes) == 1,
             judged=now.fusing,
+            noise=now.noise,
         )
         if not ks or len(ks) > room or (best and best.config in pending):
             return Phase.FUSE, [], None

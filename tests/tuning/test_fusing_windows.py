@@ -14,8 +14,8 @@ from autoplace import BadInputError
 from autoplace import recommendation as rec
 from autoplace.answer import Answer
 from autoplace.tuning import TuneRequest, throughput
-from autoplace.tuning._fusing import fusing_of, fusing_window
-from autoplace.tuning._margin import Comparison
+from autoplace.tuning._fusing import fusing_of, fusing_window, least_shown, most_gain, untimed
+from autoplace.tuning._margin import Comparison, Noise
 
 
 def tune(env, backend, **options):
@@ -204,3 +204,51 @@ def test_windows_whose_every_process_failed_still_count():
     )  # fmt: skip
     assert fusing_window(pick, figures, {pick: (crashed,) * 3}, throughput(), (4, 16), True)
     assert not fusing_window(pick, figures, {pick: (crashed,) * 6}, throughput(), (4, 16), True)
+
+
+def line_figures(batches=(64, 128, 256, 512), fixed=1e-4, per_sample=2.4e-6):
+    """The pick's arm on the line ``t(b) = fixed + per_sample·b``, one step a call."""
+    return {
+        autoplace.Config("cpu:0", b, "float32", None): measured_at(
+            1, f"w{b}", fixed + per_sample * b, batch=b
+        )
+        for b in batches
+    }
+
+
+def test_steps_per_call_the_windows_could_not_show_are_not_timed():
+    # At batch 256 the fixed cost is 14% of the step: 16 steps a call, 1.15x at most.
+    figures = line_figures()
+    pick = autoplace.Config("cpu:0", 256, "float32", None)
+    noisy, quiet = Noise(sigma=0.10, df=3), Noise(sigma=0.02, df=10)
+    why = untimed(pick, figures, throughput(), (4, 16), False, noisy)
+    assert why is not None
+    assert why.fixed_share == pytest.approx(0.14, abs=0.005)
+    assert why.most == pytest.approx(most_gain(why.fixed_share, 16)) and why.most < 1.16
+    assert why.least_shown == pytest.approx(least_shown(noisy, 2)) and why.least_shown > 1.3
+    assert "could make it at most 1.15x as fast" in why.text()
+    assert fusing_window(pick, figures, {}, throughput(), (4, 16), False, noise=noisy) == []
+    # A quieter machine's windows could show 1.15x: they are timed.
+    assert untimed(pick, figures, throughput(), (4, 16), False, quiet) is None
+    assert fusing_window(pick, figures, {}, throughput(), (4, 16), False, noise=quiet) == [1, 4, 16]
+    # Another rule decides: a small share (at 512: 7.5%), the latency objective.
+    large = autoplace.Config("cpu:0", 512, "float32", None)
+    assert untimed(large, figures, throughput(), (4, 16), False, noisy) is None
+    assert untimed(pick, figures, autoplace.tuning.latency(), (4, 16), False, noisy) is None
+
+
+def test_the_least_gain_two_windows_show_grows_with_the_noise():
+    assert least_shown(Noise(0.02, 10), 2) < least_shown(Noise(0.05, 10), 2)
+    assert least_shown(Noise(0.05, 3), 2) > least_shown(Noise(0.05, 30), 2)
+    assert least_shown(Noise(0.05, 10), 1) < least_shown(Noise(0.05, 10), 2)  # Bonferroni
+
+
+def test_a_noisy_tune_says_why_steps_per_call_were_not_timed(env):
+    # Batch 256 is the pick, its fixed cost 14% of a step; windows 30% apart cannot show 1.15x.
+    backend = SyntheticBackend(window_noise=0.3)
+    result = tune(env, backend, batch_sizes=(64, 128, 256))
+    assert result.best is not None and result.best.config.batch_size == 256
+    assert fused_windows(backend) == [] and result.standing.fusing is None
+    said = [s for s in result.explanation.sentences if "steps per call were not timed" in s]
+    assert len(said) == 1 and said[0].startswith("At batch 256 (its fixed cost is ")
+    assert rec.read(env["out"])["recommendation"]["steps_per_call"] == 1
