@@ -21,7 +21,9 @@ What a worker survives:
 
 * it dies (segfault, abort, kill): the configuration it was on is measured once more,
   alone, in a fresh worker (a kill from outside is not the configuration's doing); dying
-  again, it is stored as ``crash``, with the signal and the last line the worker printed;
+  again, it is stored as ``crash``, with the signal and the last line the worker printed.
+  Killed by a signal while importing the model file, it imports it once more in a fresh
+  worker before the file is blamed;
 * it runs past the time limit: the worker is killed, status ``timeout``. The worker says
   which configuration and phase it is on (:data:`Progress`), so a hang is that
   configuration's alone, found after one limit: the others of its group are measured
@@ -407,6 +409,11 @@ class SubprocessBackend:
 
     def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
         reply = self._call("catalog", (model_file, sha256), timeout=_START_TIMEOUT_S)
+        if isinstance(reply, _Stop) and self._worker.killed:
+            # Killed by a signal while importing it (from outside, or the file's own
+            # segfault): once more in a fresh worker before the file is blamed, as a
+            # configuration that dies is measured once more.
+            reply = self._call("catalog", (model_file, sha256), timeout=_START_TIMEOUT_S)
         if isinstance(reply, _Stop):
             raise ModelFileError(
                 f"importing model file {model_file} ended the worker ({reply.reason}); "

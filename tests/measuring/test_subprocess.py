@@ -265,6 +265,22 @@ def test_a_model_file_that_kills_the_worker_at_import(
     assert_works(subproc)
 
 
+def test_a_worker_killed_once_while_importing_the_file_imports_it_again(
+    subproc: SubprocessBackend, tmp_path: Path
+) -> None:
+    # Killed by a signal during the import (here the file's own kill, the first time only;
+    # a kill -9 from outside reads alike): the file is imported once more, not blamed.
+    marker = tmp_path / "killed-once"
+    preamble = (
+        f"import os, pathlib, signal\nif not pathlib.Path({str(marker)!r}).exists():\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    path = write_model(tmp_path, preamble + model("tiny_mlp").read_text())
+    mf = ModelFile.at(path)
+    assert "mlp" in subproc.catalog(str(mf.path), mf.sha256)
+    assert marker.exists()
+
+
 def test_silent_exit_is_a_crash_without_borrowed_output() -> None:
     # The reason quotes the worker's last line; a worker that printed nothing must
     # not be blamed on what an earlier worker (or Python's start-up) wrote to the log.
