@@ -409,10 +409,11 @@ class SubprocessBackend:
 
     def catalog(self, model_file: str, sha256: str) -> dict[str, WorkloadInfo]:
         reply = self._call("catalog", (model_file, sha256), timeout=_START_TIMEOUT_S)
-        if isinstance(reply, _Stop) and self._worker.killed:
-            # Killed by a signal while importing it (from outside, or the file's own
-            # segfault): once more in a fresh worker before the file is blamed, as a
-            # configuration that dies is measured once more.
+        if isinstance(reply, _Stop) and reply.status == "crash" and self._worker.killed:
+            # Died of a signal while importing it (from outside, or the file's own
+            # segfault; ``killed`` is this death's, a timeout's is not retried): once more
+            # in a fresh worker before the file is blamed, as a configuration that dies is
+            # measured once more.
             reply = self._call("catalog", (model_file, sha256), timeout=_START_TIMEOUT_S)
         if isinstance(reply, _Stop):
             raise ModelFileError(

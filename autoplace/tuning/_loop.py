@@ -213,21 +213,8 @@ def tune(
         final, new_trials, interrupted = loop.run(_Budget(r.trials, r.timeout))
 
         def written_up() -> tuple[Explanation, dict[str, Any]]:
-            explanation = _explained(final, space, memory, r.if_busy, cached_limits(None, backend))
-            if final.best is not None and final.fusing is None:
-                why = untimed(
-                    final.best.config,
-                    final.figures,
-                    obj,
-                    r.steps_per_call,
-                    len(space.batch_sizes) == 1,
-                    final.noise,
-                )
-                if why is not None:  # after the verdict's sentence, where the K's would be
-                    first, *rest = explanation.sentences
-                    explanation = dataclasses.replace(
-                        explanation, sentences=(first, why.text(), *rest)
-                    )
+            limits = cached_limits(None, backend)
+            explanation = _explained(final, space, memory, r.if_busy, limits, r.steps_per_call)
             return explanation, build_document(
                 objective=obj,
                 space=space,
@@ -494,12 +481,25 @@ def _explained(
     memory: dict[str, int | None],
     if_busy: str,
     limits: MachineLimits | None = None,
+    steps_per_call: Sequence[int] = (),
 ) -> Explanation:
-    """The standing's explanation, with its findings, and each arm against the machine's
-    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them)."""
+    """The standing's explanation, with its findings, each arm against the machine's
+    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them),
+    and, where the pick's ``steps_per_call`` were not timed because the windows could not
+    have shown their gain, why (:func:`._fusing.untimed`), after the verdict's sentence."""
     explanation = explain_standing(final, space=space, device_memory=memory, limits=limits)
     found = tuple(finding_dict(f) for f in findings(final, if_busy))
-    return dataclasses.replace(explanation, findings=found)
+    explanation = dataclasses.replace(explanation, findings=found)
+    best = final.best
+    if best is None or final.fusing is not None:
+        return explanation
+    fixed_batch = len(space.batch_sizes) == 1
+    why = untimed(best.config, final.figures, final.objective, steps_per_call, fixed_batch,
+                  final.noise)  # fmt: skip
+    if why is None:
+        return explanation
+    first, *rest = explanation.sentences
+    return dataclasses.replace(explanation, sentences=(first, why.text(), *rest))
 
 
 def _note(explanation: Explanation) -> str:
