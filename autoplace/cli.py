@@ -342,6 +342,12 @@ def tune(
                     on_wait=progress.wait,
                     on_progress=progress.progress,
                 )
+    cached = []
+    if result.answer is not None:
+        from autoplace.recommending import remember
+
+        # Where autoplace.recommend() looks first, so that a launcher finds this answer.
+        cached = remember(result, result.devices, workload=workload, widths=request.widths)
     if as_json:
         from autoplace.report import tune_summary
 
@@ -350,6 +356,10 @@ def tune(
         from autoplace.report import tune_report
 
         tune_report(result)
+        if cached:
+            typer.echo(
+                f"autoplace.recommend() answers from this machine's cache ({cached[0].parent})"
+            )
     if result.interrupted:
         partial = f"; the pick so far is in {result.out}" if result.out else ""
         typer.echo(

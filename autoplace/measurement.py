@@ -38,6 +38,9 @@ class Measurement:
     device_kind: str | None = None
     #: Calling the user's workload function (building state and step).
     build_s: float | None = None
+    #: The user's ``make_batch`` making one host batch (the slower of the two each process
+    #: makes: the fed loop alternates them).
+    batch_s: float | None = None
     #: True when the build came from the worker's cache (``build_s`` was paid earlier).
     build_cached: bool | None = None
     #: Tracing the step to a jaxpr and lowering it to StableHLO.

@@ -33,6 +33,11 @@ from autoplace.workload import ModelFile
 #: Virtual CPU devices the test process (and the in-process engine) sees.
 N_CPU_DEVICES = 4
 
+# Pinned to the CPU, here and in every worker and CLI the tests start (they inherit the
+# environment): on a machine with a GPU, jax.devices() would otherwise be the GPU, and the
+# tests of placement across the four fake CPU devices would find one device.
+os.environ["JAX_PLATFORMS"] = "cpu"
+jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_num_cpu_devices", N_CPU_DEVICES)
 
 # This run's own lock folder (the workers and CLIs it starts inherit it): no test waits on

@@ -65,7 +65,7 @@ class SyntheticBackend:
     one window do not show); ``fresh`` multiplies a request's step times in a fresh process
     (:meth:`measure_fresh`: a shared worker's allocator state can differ from a fresh one's;
     it sees the request's ``env``, which the measurement records); ``faults`` gives a
-    request's page faults a step.
+    request's page faults a step; ``batch_s`` the seconds ``make_batch`` takes a batch.
     """
 
     def __init__(
@@ -82,6 +82,7 @@ class SyntheticBackend:
         window_noise: float = 0.0,
         fresh: Callable[[MeasureRequest], float] | None = None,
         faults: Callable[[MeasureRequest], float] | None = None,
+        batch_s: float | None = None,
     ) -> None:
         self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
         self._fail = fail
@@ -95,6 +96,7 @@ class SyntheticBackend:
         self.window_noise = window_noise
         self._fresh = fresh
         self._faults = faults
+        self._batch_s = batch_s
         self._drift = 1.0
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` or ``measure_fresh`` call, and
@@ -142,6 +144,7 @@ class SyntheticBackend:
         return Measurement(
             status="ok",
             reason="",
+            batch_s=self._batch_s,
             lower_s=0.01,
             compile_s=self._compile_s(request) if self._compile_s else 0.1,
             first_call_s=0.002,

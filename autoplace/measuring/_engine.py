@@ -339,7 +339,12 @@ class Engine:
         workload, run.build_s, run.build_cached = self._build(
             request, run.fn, run.width, config.precision
         )
-        host = [host_batch(workload, config.batch_size, s.seed + i, path) for i in (0, 1)]
+        host, made = [], []
+        for i in (0, 1):
+            t = time.perf_counter()
+            host.append(host_batch(workload, config.batch_size, s.seed + i, path))
+            made.append(time.perf_counter() - t)
+        run.batch_s = max(made)
         if request.steps_per_call > 1:
             workload, host = fused(workload, host, request.steps_per_call)
         run.batch_bytes = tree_bytes(host[0])

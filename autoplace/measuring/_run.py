@@ -34,6 +34,7 @@ class Run:
     # --- figures, in the order the phases set them ---
     build_s: float | None = None
     build_cached: bool | None = None
+    batch_s: float | None = None
     batch_bytes: int | None = None
     transfer_s: float | None = None
     #: The transfer's timing, then each timed loop's share of its group's seconds.
@@ -119,6 +120,7 @@ class Run:
             device_kind=self.device.device_kind,
             build_s=self.build_s,
             build_cached=self.build_cached,
+            batch_s=self.batch_s,
             lower_s=None if exe is None else exe.lower_s,
             compile_s=None if exe is None else exe.compile_s,
             compile_cached=self.compile_cached,

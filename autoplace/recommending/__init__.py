@@ -2,7 +2,8 @@
 study, or a tune, under the caller's limits (``_recommend``); the answer is a frozen
 :class:`Recommendation` (``_recommendation``); ``_key`` says what an answer holds for,
 ``_machine`` lists this machine's devices without JAX after the first time, ``_cache``
-keeps the answers, ``_pick`` applies the caller's limits.
+keeps the answers (``_remember``: a CLI tune's too), ``_pick`` applies the caller's
+limits.
 
 A cached look-up imports neither JAX, Optuna nor numpy.
 """
@@ -12,6 +13,7 @@ from autoplace.recommending._key import machine_key
 from autoplace.recommending._listing import listed
 from autoplace.recommending._recommend import recommend
 from autoplace.recommending._recommendation import Recommendation, Source
+from autoplace.recommending._remember import remember
 from autoplace.recommending._request import RecommendRequest
 
 __all__ = [
@@ -25,4 +27,5 @@ __all__ = [
     "listed",
     "machine_key",
     "recommend",
+    "remember",
 ]

@@ -65,6 +65,29 @@ def machine_key(
     return {"hardware": hardware(devices), "software": software()}
 
 
+def key_for(
+    devices: Sequence[DeviceInfo],
+    model: Mapping[str, str],
+    workload: str | None,
+    widths: Sequence[int] | None,
+    objective: Mapping[str, Any],
+) -> Key:
+    """The key a look-up of ``model`` (its ``path`` and ``sha256``) makes on a machine with
+    ``devices``: its ``workload`` as named (``None``: the file's only one), the ``widths``
+    asked (``None``: the file's default) and the ``objective`` (its name and run length)."""
+    return Key(
+        hardware=hardware(devices),
+        software=software(),
+        workload={
+            "path": model["path"],
+            "sha256": model["sha256"],
+            "name": workload,
+            "widths": sorted(widths) if widths else None,
+        },
+        objective=dict(objective),
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Key:
     """What a look-up asks for (see the module docstring)."""

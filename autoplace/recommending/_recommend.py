@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from autoplace import fingerprint
+from autoplace._calls import build
 from autoplace._host import lock_dir
 from autoplace.answer import Answer
 from autoplace.config import Config, parse_precision
-from autoplace.errors import NoAnswerError
+from autoplace.errors import BadInputError, NoAnswerError
 from autoplace.recommending._cache import Cache
-from autoplace.recommending._key import Key, hardware, software
+from autoplace.recommending._key import Key, key_for
 from autoplace.recommending._machine import machine_devices
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
@@ -34,8 +35,8 @@ FALLBACK_BATCH = 32
 
 def recommend(
     request: RecommendRequest | str | Path,
-    workload: str | None = None,
     /,
+    workload: str | None = None,
     *,
     backend: Any = None,
     on_wait: Callable[[str], None] | None = None,
@@ -65,9 +66,12 @@ def recommend(
     """
     if isinstance(request, RecommendRequest):
         if options or workload is not None:
-            raise TypeError("recommend(RecommendRequest, ...) takes no workload or options")
+            raise BadInputError(
+                "recommend(RecommendRequest(...)) takes no workload or options: put them in "
+                "the RecommendRequest"
+            )
     else:
-        request = RecommendRequest(request, workload, **options)
+        request = build(RecommendRequest, request, workload=workload, **options)
     r = request
     mf = ModelFile.at(r.model_file)
     if r.storage is not None:  # another program's SQLite file is never made a study storage
@@ -76,17 +80,8 @@ def recommend(
         refuse_foreign_tables(normalize_url(r.storage))
     cache = Cache(r.cache_dir)
     devices = machine_devices(cache, backend)
-    key = Key(
-        hardware=hardware(devices),
-        software=software(),
-        workload={
-            "path": str(mf.path),
-            "sha256": mf.sha256,
-            "name": r.workload,
-            "widths": sorted(r.widths) if r.widths else None,
-        },
-        objective={"name": r.objective, **r.run},
-    )
+    model = {"path": str(mf.path), "sha256": mf.sha256}
+    key = key_for(devices, model, r.workload, r.widths, {"name": r.objective, **r.run})
     lookup = _Lookup(key, cache, devices, limits=r.limits, max_age=r.max_age_s, fallback=r.fallback)
     found = lookup.cached()
     if found is not None and found.exact:

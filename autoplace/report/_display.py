@@ -35,6 +35,7 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
     table.add_row("status", f"[{colour}]{m.status}[/]", m.reason)
     rows = [
         ("build", units.seconds(m.build_s), "your workload function (state, step)"),
+        ("make_batch", units.seconds(m.batch_s), "your make_batch, one host batch"),
         ("trace + lower", units.seconds(m.lower_s), "jaxpr -> StableHLO"),
         ("XLA compile", units.seconds(m.compile_s), f"persistent cache {m.compile_cache}"),
         ("first call", units.seconds(m.first_call_s), "one step, batch on device"),
@@ -168,6 +169,7 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
         "machine": doc.get("machine"),
         "findings": doc.get("findings", []),
         "interrupted": result.interrupted,
+        "notes": list(result.notes),
         "out": str(result.out) if result.out else None,
     }
 
@@ -246,6 +248,9 @@ def _arms_out(study: dict[str, Any], console: Console) -> None:
 def tune_report(result: TuneResult, console: Console | None = None) -> None:
     console = console or Console()
     obj = result.objective
+    if result.interrupted and not result.measurements:
+        _notes_out(result, console)  # nothing measured: no empty table, no verdict
+        return
     console.print(_best_table(result))
     failed = result.standing.failed
     failures = f", {len(failed)} of them failed" if failed else ""
@@ -263,6 +268,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"  … and {len(rest) - 8} more (see --json)")
     if result.best is None:
         console.print("[red]no configuration ran successfully: nothing to recommend[/]")
+        _notes_out(result, console)
         return
     b = result.best.measurement
     width = "" if b.width is None else f", width {b.width}"
@@ -286,6 +292,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         for sentence in result.explanation.sentences[1:3]:
             console.print(f"[bold]why:[/] {sentence}", highlight=False)
         console.print("(all of it: autoplace explain" + (f" {result.out})" if result.out else ")"))
+    _notes_out(result, console)
     if result.out:
         what = (
             "the pick so far (interrupted) written"
@@ -293,6 +300,12 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
             else "recommendation written"
         )
         console.print(f"{what} to [bold]{result.out}[/]")
+
+
+def _notes_out(result: TuneResult, console: Console) -> None:
+    """What the run did that its table does not show (:attr:`TuneResult.notes`)."""
+    for note in result.notes:
+        console.print(f"[bold]note:[/] {note}", highlight=False)
 
 
 def verdict_line(rec: dict[str, Any]) -> str:

@@ -111,6 +111,9 @@ class History:
             allocator setting; ``Measurement.environment`` says which).
         fused: every measurement of the steps-per-call windows per configuration: the
             pick timed at one step a call and at several (``Measurement.steps_per_call``).
+        newest: the highest trial number among those read (-1: none); a recommendation
+            file records it, so that the measurements its verdict rested on can be read
+            again (:meth:`OptunaStudyLog.history` ``upto``).
     """
 
     searches: tuple[tuple[Config, Measurement], ...] = ()
@@ -118,6 +121,13 @@ class History:
     pending: frozenset[Config] = frozenset()
     remedies: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     fused: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
+    newest: int = -1
+
+    def __len__(self) -> int:
+        """How many finished measurements it holds, in every phase."""
+        return len(self.searches) + sum(
+            len(ms) for held in (self.confirmed, self.remedies, self.fused) for ms in held.values()
+        )
 
     def figures(self) -> dict[Config, Measurement]:
         """Each configuration's latest search measurement that ran (else its latest)."""
@@ -135,6 +145,7 @@ class History:
             self.pending,
             {c: ms for c, ms in self.remedies.items() if keep(c)},
             {c: ms for c, ms in self.fused.items() if keep(c)},
+            self.newest,
         )
 
     def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
@@ -254,6 +265,8 @@ class OptunaStudyLog:
         #: Where measurements the storage would not take are kept (see :mod:`._spill`).
         self.spill = _spill.spill_path(url, spill_beside)
         self._spilled = 0
+        #: Trials of dead owners this log ended, to be measured again (see :meth:`_reclaim`).
+        self.reclaimed = 0
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         if read_only:
             self._study = self._do(lambda: optuna.load_study(study_name=name, storage=storage))
@@ -359,7 +372,10 @@ class OptunaStudyLog:
         """What the study was recorded with (workload, hardware, device memory, ...)."""
         return self._do(lambda: dict(self._study.user_attrs))
 
-    def history(self) -> History:
+    def history(self, *, upto: int | None = None, until: dt.datetime | None = None) -> History:
+        """What the study holds; ``upto``: only its trials numbered up to that, ``until``:
+        only what finished before then (what a recommendation file rested on: the newest
+        trial number it records, else the time it was written)."""
         from optuna.trial import TrialState
 
         stale: list[Any] = []
@@ -367,8 +383,9 @@ class OptunaStudyLog:
         pending: set[Config] = set()
         now = dt.datetime.now()
         trials = self._do(lambda: self._study.get_trials(deepcopy=False))
+        newest = -1
         for t in trials:
-            if not set(t.params) >= _PARAMS:
+            if not set(t.params) >= _PARAMS or (upto is not None and t.number > upto):
                 continue
             config = _config_of(t.params)
             if t.state == TrialState.RUNNING:
@@ -385,7 +402,10 @@ class OptunaStudyLog:
             when = t.datetime_complete or t.datetime_start or now
             if self._since is not None and when < self._since:
                 continue
+            if until is not None and when >= until:
+                continue
             phase = t.user_attrs.get("phase", "search")
+            newest = max(newest, t.number)
             finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
         if not self._read_only:
             self._reclaim(stale)
@@ -399,7 +419,9 @@ class OptunaStudyLog:
             if phase in kept:
                 kept[phase][c] = (*kept[phase].get(c, ()), m)
         searches = tuple((c, m) for _, _, phase, c, m in finished if phase not in kept)
-        return History(searches, kept["confirm"], frozenset(pending), kept["remedy"], kept["fuse"])
+        return History(
+            searches, kept["confirm"], frozenset(pending), kept["remedy"], kept["fuse"], newest
+        )
 
     def _alive(self, t: Any, now: dt.datetime) -> bool:
         """Whether a RUNNING trial's owner still measures it. This log's own: while it has
@@ -429,9 +451,18 @@ class OptunaStudyLog:
             self._storage.set_trial_user_attr(trial_id, "reclaimed_by", self.owner.as_dict())
             self._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
 
+        ended = 0
         for t in stale:
             if not self._once(lambda i=t._trial_id: reclaim(i)):
-                return
+                break
+            ended += 1
+        if ended:
+            self.reclaimed += ended
+            if self._on_wait is not None:
+                self._on_wait(
+                    f"{ended} measurement(s) left running by a run that stopped without ending "
+                    "them (killed?) were marked failed: they are measured again"
+                )
 
     def _once(self, action: Callable[[], None]) -> bool:
         """``action()`` tried once, where a failure costs nothing (the next try will do):

@@ -40,9 +40,12 @@ def build_document(
     device_memory: Mapping[str, int | None] | None = None,
     explanation: Explanation | None = None,
     if_busy: str = "warn",
+    judged: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The recommendation file's content (``[explanation]``: why the winner wins;
-    ``[machine]``: how busy it was; ``[[findings]]``)."""
+    ``[machine]``: how busy it was; ``[[findings]]``; ``[verdict]``: ``judged``, the
+    options the verdict was drawn under, so that ``explain`` and ``report`` of the file
+    draw the same one)."""
     figures, best = standing.figures, standing.best
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -91,6 +94,8 @@ def build_document(
             "device_memory": dict(device_memory or {}),
         },
     }
+    if judged is not None:
+        doc["verdict"] = dict(judged)
     if explanation is not None:
         doc["explanation"] = explanation.as_dict()
     if standing.interference is not None:

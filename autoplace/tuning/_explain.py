@@ -4,6 +4,7 @@ a model file's study, reading the measurements the study holds (no JAX, no new r
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,11 +30,11 @@ from autoplace.study import (
     study_names,
 )
 from autoplace.tuning._findings import findings
+from autoplace.tuning._fusing import untimed
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing, standing
 
-#: A study needs this many measured configurations in the winner's arm for its line.
-MIN_POINTS = 2
+_SECOND = dt.timedelta(seconds=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,17 +92,27 @@ def read_study(
     max_deviation: float | None = DEFAULT_MAX_DEVIATION,
     margin: float = MEMORY_MARGIN,
 ) -> StudyView:
-    """The study behind ``source`` (see :func:`explain`), judged and explained."""
+    """The study behind ``source`` (see :func:`explain`), judged and explained.
+
+    A recommendation file is explained as it was written: from the measurements its
+    study held then, judged under the options its tune was given (its ``[verdict]``), so
+    that ``explain``, ``report`` and ``show`` of one file agree. Measurements the study
+    gained since (a later tune of it) are counted, and the explanation says so first."""
     path = check_length(source, "recommendation or model file")
     if not path.is_file():
         raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
     doc: dict[str, Any] | None = None
+    verdict: Mapping[str, Any] = {}
     if path.suffix == ".toml":
         doc = recommendation.read(path)
         study = study or doc["study"]["name"]
         objective = doc["objective"]["name"]
         run = _run_of(doc)
         url = normalize_url(storage) if storage else _stored_url(doc, path)
+        verdict = doc.get("verdict") or {}
+        if "max_deviation" in verdict:
+            allowed = verdict["max_deviation"]
+            max_deviation = None if allowed == "off" else float(allowed)
     else:
         run = {}
         url = normalize_url(storage) if storage else default_url()
@@ -110,7 +121,9 @@ def read_study(
     opened = _open(url, path if doc is not None and storage is None else None)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
-        history, devices, widths, attrs = _read_study(opened, url, name, obj)
+        history, later, devices, widths, attrs = _read_study(
+            opened, url, name, obj, _cut(doc, verdict), _written(verdict, "since")
+        )
     finally:
         close_storage(opened)
     ok = [c for c, m in history.figures().items() if m.status == "ok"]
@@ -126,27 +139,91 @@ def read_study(
         tuple(widths) or (None,),
     )
     now = standing(history, obj, space, max_deviation)
-    best = now.best
-    if best is not None:
-        arm = (best.measurement.device, best.measurement.precision, best.measurement.width)
-        same = sorted({c.batch_size for c in ok if (c.device, c.precision, c.width) == arm})
-        if len(same) < MIN_POINTS:
-            raise BadInputError(
-                f"study {name!r} measured {best.config.label()}'s arm at one batch size "
-                f"({same[0]}): a cost model needs two; `autoplace explain --measure` "
-                "measures its neighbour"
-            )
     memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
         "device_memory", {}
     )
-    limits = _limits_for(doc, attrs)
-    explanation = explain_standing(
-        now, space=space, device_memory=memory, margin=margin, limits=limits
+    explanation = explained(
+        now,
+        space,
+        memory,
+        str(verdict.get("if_busy", "warn")),
+        _limits_for(doc, attrs),
+        tuple(verdict.get("steps_per_call", ())),
+        margin=margin,
     )
-    explanation = dataclasses.replace(
-        explanation, findings=tuple(finding_dict(f) for f in findings(now))
-    )
+    if later:
+        explanation = dataclasses.replace(
+            explanation, sentences=(_moved_on(path, doc, later), *explanation.sentences)
+        )
     return StudyView(name, now, space, explanation, memory)
+
+
+def explained(
+    final: Standing,
+    space: Space,
+    memory: Mapping[str, int | None],
+    if_busy: str,
+    limits: MachineLimits | None = None,
+    steps_per_call: Sequence[int] = (),
+    *,
+    margin: float = MEMORY_MARGIN,
+) -> Explanation:
+    """The standing's explanation, with its findings, each arm against the machine's
+    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them),
+    and, where the pick's ``steps_per_call`` were not timed because the windows could not
+    have shown their gain, why (:func:`._fusing.untimed`), after the verdict's sentence.
+    The tune writes it; ``explain`` and ``report`` of its file draw it again alike."""
+    explanation = explain_standing(
+        final, space=space, device_memory=memory, margin=margin, limits=limits
+    )
+    found = tuple(finding_dict(f) for f in findings(final, if_busy))
+    explanation = dataclasses.replace(explanation, findings=found)
+    best = final.best
+    if best is None or final.fusing is not None:
+        return explanation
+    fixed_batch = len(space.batch_sizes) == 1
+    why = untimed(best.config, final.figures, final.objective, steps_per_call, fixed_batch,
+                  final.noise)  # fmt: skip
+    if why is None:
+        return explanation
+    first, *rest = explanation.sentences
+    return dataclasses.replace(explanation, sentences=(first, why.text(), *rest))
+
+
+def _moved_on(path: Path, doc: Mapping[str, Any] | None, later: int) -> str:
+    """The sentence that says a study holds measurements newer than the file explained."""
+    wl = (doc or {}).get("workload", {})
+    return (
+        f"The study has moved on since {shown(path)} was written: {later} newer "
+        f"measurement{'s' if later != 1 else ''} (a later tune of it) are left out here, "
+        "so this explains the file's own pick; `autoplace explain "
+        f"{wl.get('path', 'MODEL_FILE')} --workload {wl.get('name', 'NAME')}` (with the "
+        "file's --storage) explains the study as it stands now."
+    )
+
+
+def _cut(doc: Mapping[str, Any] | None, verdict: Mapping[str, Any]) -> int | dt.datetime | None:
+    """Where a recommendation file's measurements end: the newest trial number its verdict
+    read, else (a file from before it was recorded) the time it was written."""
+    if doc is None:
+        return None
+    newest = verdict.get("newest_trial")
+    return int(newest) if isinstance(newest, int) else _written(doc, "created")
+
+
+def _written(section: Mapping[str, Any] | None, key: str) -> dt.datetime | None:
+    """A time a recommendation file records (``created``, the remeasure's ``since``), as
+    Optuna stamps trials: local and naive."""
+    text = (section or {}).get(key)
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone().replace(tzinfo=None)
 
 
 def _run_of(doc: dict[str, Any]) -> dict[str, Any]:
@@ -201,10 +278,18 @@ def _find_study(storage: Any, url: str, model: Path, workload: str | None, objec
 
 
 def _read_study(
-    storage: Any, url: str, name: str, obj: Any
-) -> tuple[History, Sequence[str], Sequence[int], Mapping[str, Any]]:
-    """The history of study ``name``, its devices and widths; a missing study is bad input.
-    Read only: a tune running on the study right now loses nothing to the reading."""
+    storage: Any,
+    url: str,
+    name: str,
+    obj: Any,
+    cut: int | dt.datetime | None = None,
+    since: dt.datetime | None = None,
+) -> tuple[History, int, Sequence[str], Sequence[int], Mapping[str, Any]]:
+    """The history of study ``name`` up to ``cut`` if given (a file's newest trial number,
+    or the time it was written: see :func:`_cut`), from ``since`` on if given (a
+    remeasure's start); how many measurements it gained after ``cut``; its devices and
+    widths. A missing study is bad input. Read only: a tune running on the study right
+    now loses nothing to it."""
     try:
         ask_storage(storage, url, lambda s: s.get_study_id_from_name(name))
     except KeyError:
@@ -221,13 +306,20 @@ def _read_study(
         devices=["cpu:0"],
         with_width=True,
         stale_after_s=0.0,
+        since=since,
         read_only=True,
     )
-    history = log.history()
+    everything = log.history()
+    if cut is None:
+        history = everything
+    elif isinstance(cut, int):
+        history = log.history(upto=cut)
+    else:  # ``created`` is cut to the second, after the last measurement finished
+        history = log.history(until=cut + _SECOND)
     configs = list(history.figures())
     devices = sorted({c.device for c in configs})
     widths = sorted({c.width for c in configs if c.width is not None})
-    return history, devices, widths, log.study_attrs
+    return history, len(everything) - len(history), devices, widths, log.study_attrs
 
 
 def fill_fit(

@@ -34,14 +34,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoplace import fingerprint, recommendation
+from autoplace import fingerprint, recommendation, units
 from autoplace._atomic import check_writable
+from autoplace._calls import build
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
-from autoplace.errors import StorageError
-from autoplace.explaining import Explanation, explain_standing, throughput_figure
-from autoplace.findings import as_dict as finding_dict
-from autoplace.limits import MachineLimits, cached_limits
+from autoplace.errors import BadInputError, StorageError
+from autoplace.explaining import Explanation, throughput_figure
+from autoplace.limits import cached_limits
 from autoplace.measurement import Measurement
 from autoplace.measuring import (
     Backend,
@@ -67,8 +67,8 @@ from autoplace.study import (
 from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
-from autoplace.tuning._findings import findings
-from autoplace.tuning._fusing import fusing_window, steps_tried, untimed
+from autoplace.tuning._explain import explained
+from autoplace.tuning._fusing import fusing_window, steps_tried
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
 from autoplace.tuning._phases import Phase, phase_settings
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, await_quiet
@@ -139,9 +139,12 @@ def tune(
     """
     if isinstance(request, TuneRequest):
         if options:
-            raise TypeError(f"tune(TuneRequest, ...) takes no options, got {sorted(options)}")
+            raise BadInputError(
+                f"tune(TuneRequest(...)) takes no options ({', '.join(sorted(options))}): put "
+                "them in the TuneRequest"
+            )
     else:
-        request = TuneRequest(request, **options)
+        request = build(TuneRequest, request, **options)
     r = request
     obj = r.objective_value
     out = r.out
@@ -151,6 +154,7 @@ def tune(
     url = normalize_url(r.storage) if r.storage else default_url()
     refuse_foreign_tables(url)  # another program's SQLite file is never made a study's
     settings = r.measure_settings
+    started, clock = dt.datetime.now(dt.timezone.utc), time.monotonic()
     with contextlib.ExitStack() as stack:
         if backend is None:
             backend = stack.enter_context(SubprocessBackend())
@@ -185,7 +189,7 @@ def tune(
             devices=[d.name for d in available],
             with_width=space.widths != (None,),
             stale_after_s=settings.timeout_s + 120.0,
-            since=dt.datetime.now() if r.remeasure else None,
+            since=_local(started) if r.remeasure else None,
             batch_sizes=space.batch_sizes,
             widths=[w for w in space.widths if w is not None],
             metric=f"{obj.name} ({obj.unit})",
@@ -211,10 +215,11 @@ def tune(
             tuple(r.steps_per_call),
         )
         final, new_trials, interrupted = loop.run(_Budget(r.trials, r.timeout))
+        notes = _notes(loop, log, final, new_trials, interrupted, time.monotonic() - clock)
 
         def written_up() -> tuple[Explanation, dict[str, Any]]:
             limits = cached_limits(None, backend)
-            explanation = _explained(final, space, memory, r.if_busy, limits, r.steps_per_call)
+            explanation = explained(final, space, memory, r.if_busy, limits, r.steps_per_call)
             return explanation, build_document(
                 objective=obj,
                 space=space,
@@ -227,6 +232,13 @@ def tune(
                 device_memory=memory,
                 explanation=explanation,
                 if_busy=r.if_busy,
+                judged={
+                    "if_busy": r.if_busy,
+                    "max_deviation": "off" if r.max_deviation is None else r.max_deviation,
+                    "steps_per_call": list(r.steps_per_call),
+                    "since": started.isoformat() if r.remeasure else None,
+                    "newest_trial": loop.newest,
+                },
             )
 
         try:
@@ -259,7 +271,51 @@ def tune(
         document,
         explanation,
         answer,
+        tuple(available),
+        notes,
     )
+
+
+def _notes(
+    loop: _Loop,
+    log: OptunaStudyLog,
+    final: Standing,
+    new_trials: int,
+    interrupted: bool,
+    wall_s: float,
+) -> tuple[str, ...]:
+    """What the run did that its table does not show, one line each: an interrupt during a
+    wait, a run that measured nothing new, earlier runs' trials taken for dead, batches
+    that took long to make."""
+    notes = []
+    if interrupted and loop.waiting is not None:
+        notes.append(
+            f"interrupted while {loop.waiting.removeprefix('waiting: ')}: nothing was "
+            "measured during that wait"
+        )
+    elif not interrupted and new_trials == 0 and final.best is not None:
+        notes.append(
+            f"nothing new to measure: study {log.name!r} already held every measurement this "
+            f"tune needs ({len(final.figures)} configurations, from earlier runs), so this is "
+            "its verdict again; --remeasure measures again"
+        )
+    if log.reclaimed:
+        notes.append(
+            f"{log.reclaimed} measurement(s) left running by an earlier run that stopped "
+            "without ending them (killed?) were marked failed and measured again: nothing "
+            "they had finished was lost"
+        )
+    slow = loop.slowest_batch
+    if slow is not None and slow.batch_s is not None and slow.batch_s >= 1.0:
+        notes.append(
+            f"make_batch took {units.seconds(slow.batch_s)} to make one batch of "
+            f"{slow.batch_size} ({slow.device}, {slow.precision}): "
+            f"{units.seconds(loop.batch_s)} of this {units.seconds(wall_s)} tune went to "
+            "making batches, two for each "
+            "configuration in each process that measured it; make them cheaper (draw them "
+            "with the rng given, or build the arrays once and slice them)"
+        )
+    return tuple(notes)
 
 
 @dataclasses.dataclass
@@ -281,6 +337,20 @@ class _Loop:
     if_busy: BusyPolicy = "warn"
     quiet_wait: float = QUIET_WAIT_S
     steps_per_call: tuple[int, ...] = ()
+    #: The newest trial number of the history the last standing was judged on.
+    newest: int = -1
+    #: What the loop is waiting for now (the line it said), ``None`` while it measures.
+    waiting: str | None = None
+    #: Seconds the user's ``make_batch`` took over this run's measurements (two batches
+    #: each), and the measurement whose batch took longest.
+    batch_s: float = 0.0
+    slowest_batch: Measurement | None = None
+
+    def _wait(self, line: str) -> None:
+        """Say a wait (``on_wait``), and keep it: an interrupt during it is said so."""
+        self.waiting = line
+        if self.on_wait is not None:
+            self.on_wait(line)
 
     def run(self, budget: _Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the
@@ -294,24 +364,26 @@ class _Loop:
             while True:
                 history = self.log.history().only(self.space.__contains__)
                 now = standing(history, self.objective, self.space, self.max_deviation)
+                self.newest = history.newest
                 phase, group, reference = self.next_group(now, history, budget.room(new))
                 if not group and history.pending and budget.room(new) > 0:
                     # Nothing left but what other workers are measuring right now: wait for
                     # their results (a dead worker's are reclaimed), then judge again.
-                    if self.on_wait is not None and not waiting:
-                        self.on_wait(
+                    if not waiting:
+                        self._wait(
                             f"waiting: another worker is measuring {len(history.pending)} "
                             "configuration(s) of this study"
                         )
                     waiting = True
                     time.sleep(PENDING_POLL_S)
                     continue
-                waiting = False
+                waiting, self.waiting = False, None
                 if not group:
                     return now, new, False
                 if phase is not Phase.SEARCH or not looked:
                     # The verdict's windows (and the tune's start) wait for quiet, or refuse.
-                    await_quiet(self.if_busy, self.quiet_wait, self.on_wait)
+                    await_quiet(self.if_busy, self.quiet_wait, self._wait)
+                    self.waiting = None
                     looked = True
                 tickets = self.log.claim(
                     self.log.begin(group, phase.stored, reference), phase.stored
@@ -324,8 +396,9 @@ class _Loop:
                     self.on_group(GroupEvent(phase, tuple(group), new, budget.trials))
                 with (
                     self.log.keep_alive(tickets),
-                    timing_lock([c.device for c in group], self.on_wait),
+                    timing_lock([c.device for c in group], self._wait),
                 ):
+                    self.waiting = None
                     results = self._measure(group, phase, history)
                 try:
                     self._record(tickets, results)
@@ -334,6 +407,7 @@ class _Loop:
                     raise
                 tickets = []
                 new += len(results)
+                self._count_batches(results)
                 if self.on_trial is not None:
                     found = list(zip(group, results, strict=True))
                     self._tell(history.plus(phase.stored, found), results, new, budget, phase)
@@ -347,6 +421,16 @@ class _Loop:
                 self.log.abandon(tickets, interrupted=False)
             raise
 
+    def _count_batches(self, results: Sequence[Measurement]) -> None:
+        """Add ``results``' batches (two made in each) to the run's make_batch seconds."""
+        for m in results:
+            if m.batch_s is None:
+                continue
+            self.batch_s += 2 * m.batch_s
+            slowest = self.slowest_batch
+            if slowest is None or m.batch_s > (slowest.batch_s or 0.0):
+                self.slowest_batch = m
+
     def _standing_now(self, last: Standing | None) -> Standing:
         """The standing after an interrupt: of everything recorded (a group may have been
         recorded since ``last``), else ``last`` if the study cannot be read now."""
@@ -356,6 +440,7 @@ class _Loop:
             history = None
         if history is None:
             return last or standing(History(), self.objective, self.space, self.max_deviation)
+        self.newest = history.newest
         return standing(history, self.objective, self.space, self.max_deviation)
 
     def _measure(
@@ -475,33 +560,6 @@ class _Loop:
         return self.objective.score(m) if m.status == "ok" else None
 
 
-def _explained(
-    final: Standing,
-    space: Space,
-    memory: dict[str, int | None],
-    if_busy: str,
-    limits: MachineLimits | None = None,
-    steps_per_call: Sequence[int] = (),
-) -> Explanation:
-    """The standing's explanation, with its findings, each arm against the machine's
-    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them),
-    and, where the pick's ``steps_per_call`` were not timed because the windows could not
-    have shown their gain, why (:func:`._fusing.untimed`), after the verdict's sentence."""
-    explanation = explain_standing(final, space=space, device_memory=memory, limits=limits)
-    found = tuple(finding_dict(f) for f in findings(final, if_busy))
-    explanation = dataclasses.replace(explanation, findings=found)
-    best = final.best
-    if best is None or final.fusing is not None:
-        return explanation
-    fixed_batch = len(space.batch_sizes) == 1
-    why = untimed(best.config, final.figures, final.objective, steps_per_call, fixed_batch,
-                  final.noise)  # fmt: skip
-    if why is None:
-        return explanation
-    first, *rest = explanation.sentences
-    return dataclasses.replace(explanation, sentences=(first, why.text(), *rest))
-
-
 def _note(explanation: Explanation) -> str:
     """The study's note for optuna-dashboard: why the winner wins, in Markdown."""
     lines = ["## Why the winner wins (autoplace)", ""]
@@ -574,6 +632,11 @@ def _study_name(identity: dict[str, Any]) -> str:
     widths = fingerprint.widths_label(wl["widths"], wl["default_width"])
     suffix = fingerprint.study_suffix(identity["objective"], wl["sha256"], hw, sw)
     return wl["name"] + widths + suffix
+
+
+def _local(when: dt.datetime) -> dt.datetime:
+    """``when`` as Optuna stamps a trial: the local time, naive."""
+    return when.astimezone().replace(tzinfo=None)
 
 
 def _close_opened(opening: concurrent.futures.Future) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from autoplace.answer import Answer
 from autoplace.config import Config
+from autoplace.devices import DeviceInfo
 from autoplace.explaining import Explanation
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
@@ -58,6 +59,11 @@ class TuneResult:
     #: The compact answer a study keeps and :func:`autoplace.recommend` caches; ``None``
     #: when nothing was recommended or the tune was interrupted.
     answer: Answer | None = None
+    #: The machine's devices, as the tune's backend listed them.
+    devices: tuple[DeviceInfo, ...] = ()
+    #: What the run did that its table does not show, one line each (an interrupt during
+    #: a wait, nothing new measured, trials of a killed run measured again, slow batches).
+    notes: tuple[str, ...] = ()
 
     @property
     def measurements(self) -> dict[Config, Measurement]:

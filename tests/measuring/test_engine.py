@@ -936,3 +936,34 @@ def test_a_fused_measurement_gives_its_figures_per_step(inproc, name, workload):
     # the call holds eight stacked batches; its output is eight steps', never float32's
     assert fused.predicted_bytes > plain.predicted_bytes
     assert plain.deviation_vs_float32 is not None and fused.deviation_vs_float32 is None
+
+
+def test_the_seconds_make_batch_takes_are_measured(inproc: InProcessBackend, tmp_path) -> None:
+    """``batch_s``: what the user's make_batch costs a batch, so that a tune can say when
+    its batches, not its steps, take the time."""
+    path = write_model(
+        tmp_path,
+        """
+        import time
+        import numpy as np
+        import autoplace
+
+        @autoplace.workload
+        def slow_batches(width, dtype):
+            def make_batch(batch_size, rng):
+                time.sleep(0.05)
+                return rng.random((batch_size, 4), dtype=np.float32).astype(dtype)
+
+            return autoplace.Workload(
+                state=np.zeros(4, np.float32).astype(dtype),
+                step=lambda state, x: state + x.sum(0),
+                make_batch=make_batch,
+                kind="infer",
+            )
+        """,
+    )
+    m = inproc.measure(request(path, "slow_batches"))
+    assert m.status == "ok", m.reason
+    assert m.batch_s is not None and m.batch_s >= 0.05
+    fast = inproc.measure(request(model("tiny_predict"), "predict"))
+    assert fast.batch_s is not None and fast.batch_s < m.batch_s

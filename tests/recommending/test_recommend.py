@@ -20,7 +20,7 @@ from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import NoAnswerError
-from autoplace.recommending import CacheWarning
+from autoplace.recommending import CacheWarning, remember
 
 SPACE = {"batch_sizes": (8, 64, 512), "precisions": ("float32", "bfloat16"), "confirm": 2}
 
@@ -391,3 +391,50 @@ def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
     alone = autoplace.tune(env.model, storage=url, out=None, backend=backend, **SPACE)
     assert alone.study_name == searched.study_name.replace("-w64-128", "")
     assert alone.best.config.width == 64
+
+
+def test_a_tunes_answer_remembered_is_found_by_name_or_without(tmp_path):
+    """What ``autoplace tune`` leaves for launchers (``remember``): the look-up by the
+    workload's name, or without one (the file's only workload), answers from the cache
+    with the tune's pick, without tuning or listing devices again."""
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    result = autoplace.tune(
+        model,
+        storage=f"journal:///{tmp_path / 'elsewhere.log'}",  # not where recommend looks
+        out=None,
+        backend=SyntheticBackend(),
+        **SPACE,
+    )
+    cache = tmp_path / "cache"
+    written = remember(result, result.devices, cache_dir=cache)
+    assert len(written) == 2  # asked without a name; resolved to the file's workload's
+    best = result.best.config
+    for workload in (None, result.answer.workload.name):
+        found = autoplace.recommend(model, workload=workload, cache_dir=cache, on_miss="raise")
+        assert found.source == "cache" and found.exact
+        assert (found.device, found.batch_size, found.precision) == (
+            best.device, best.batch_size, best.precision,
+        )  # fmt: skip
+    with pytest.raises(NoAnswerError):  # another objective is another key
+        autoplace.recommend(model, objective="latency", cache_dir=cache, on_miss="raise")
+
+
+@pytest.mark.slow  # a real tune through the CLI, then the look-up in this process
+def test_a_launcher_finds_what_autoplace_tune_measured(tmp_path, monkeypatch, capsys):
+    """Issue 35: after ``autoplace tune`` with its default storage, the launcher's
+    ``recommend(..., on_miss="raise")`` answered "nothing cached or stored"; it now
+    answers from the cache, with the CLI's pick."""
+    from autoplace.cli import main
+
+    monkeypatch.setenv("AUTOPLACE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # the CLI's default storage: ./studies/autoplace.db
+    model = REPO / "tests" / "models" / "tiny_mlp.py"
+    args = ["tune", str(model), "--batch-sizes", "4,8", "--precisions", "float32", "--json"]
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 0, capsys.readouterr().err
+    picked = json.loads(capsys.readouterr().out)["recommendation"]
+    found = autoplace.recommend(str(model), workload="mlp", on_miss="raise")
+    assert found.source == "cache"
+    assert (found.batch_size, found.precision) == (picked["batch_size"], picked["precision"])

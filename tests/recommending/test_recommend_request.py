@@ -46,8 +46,21 @@ def test_the_request_says_its_limits_age_and_run_length():
 
 
 def test_a_request_takes_no_options_beside_it():
-    with pytest.raises(TypeError, match="takes no workload or options"):
+    with pytest.raises(BadInputError, match="takes no workload or options"):
         recommend(RecommendRequest("model.py"), on_miss="raise")
+
+
+def test_the_documented_keyword_call_builds_the_request(tmp_path):
+    """``recommend(model_file, workload=None, *, ...)`` as docs/recommend.md gives it: the
+    workload by keyword (it was positional-only: a raw TypeError)."""
+    with pytest.raises(BadInputError, match="on_miss"):  # the request was built, then checked
+        recommend(tmp_path / "absent.py", workload="mlp", on_miss="guess")
+
+
+def test_an_option_it_does_not_take_is_one_line_of_bad_input(tmp_path):
+    with pytest.raises(BadInputError, match="takes no option 'max_batch'") as info:
+        recommend(tmp_path / "absent.py", workload="mlp", max_batch=64)
+    assert "max_batch_size" in str(info.value)  # the ones it takes are named
 
 
 def test_options_for_a_model_file_are_checked_before_the_file_is_read(tmp_path):

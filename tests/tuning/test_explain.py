@@ -15,9 +15,9 @@ def tuned(tmp_path, **options):
     model = tmp_path / "m.py"
     model.write_text("# synthetic\n")
     out = tmp_path / "autoplace.toml"
+    options = {"precisions": ("float32", "bfloat16"), **options}
     result = autoplace.tune(
         model,
-        precisions=("float32", "bfloat16"),
         storage=f"journal:///{tmp_path / 's.log'}",
         out=out,
         backend=SyntheticBackend(),
@@ -33,11 +33,51 @@ def test_explain_a_model_file_finds_its_study(tmp_path):
     assert by_model.sentences == by_file.sentences == result.explanation.sentences
 
 
-def test_too_few_batch_sizes_for_a_line_is_bad_input_naming_the_fix(tmp_path):
+def test_too_few_batch_sizes_for_a_line_is_said_with_the_fix_not_refused(tmp_path):
     _, out, _ = tuned(tmp_path, trials=2)  # the screen: each arm at one batch
-    with pytest.raises(BadInputError, match="needs two") as info:
-        autoplace.explain(out)
-    assert "autoplace explain --measure" in str(info.value)
+    explanation = autoplace.explain(out)
+    assert explanation.undetermined, "each arm ran at one batch: no line"
+    assert all("autoplace explain --measure" in u for u in explanation.undetermined)
+    assert any(s.startswith("Not determined") for s in explanation.sentences)
+
+
+def test_a_fixed_batch_tune_is_explained_reported_and_shown(tmp_path, capsys):
+    """The seeds' own setting: one batch size. explain, report and show all work on its
+    file and say what one batch size allows (no line, but the figures and the first call)."""
+    _, out, result = tuned(tmp_path, batch_sizes=(32,), precisions=("float32",))
+    assert result.best is not None
+    explanation = autoplace.explain(out)
+    assert explanation.sentences == result.explanation.sentences
+    assert any("one batch size ran (32)" in s for s in explanation.sentences)
+    for args in (("explain", str(out)), ("show", str(out))):
+        code, printed, err = run_cli(capsys, *args)
+        assert code == 0, err
+        assert "batch" in printed
+    page = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", str(out), "--out", str(page))
+    assert code == 0, err
+    assert "one batch size ran (32)" in page.read_text()
+
+
+def test_explain_of_a_file_describes_its_own_verdict_after_the_study_moved_on(tmp_path):
+    """A later tune of the same study (--remeasure, another --out) adds measurements: the
+    first file is still explained as it was written, and says the study moved on."""
+    model, out, first = tuned(tmp_path)
+    assert autoplace.explain(out).sentences == first.explanation.sentences
+    again = autoplace.tune(
+        model,
+        precisions=("float32", "bfloat16"),
+        storage=f"journal:///{tmp_path / 's.log'}",
+        out=tmp_path / "other.toml",
+        backend=SyntheticBackend(),
+        remeasure=True,
+    )
+    assert again.new_trials > 0
+    moved, *rest = autoplace.explain(out).sentences
+    assert moved.startswith("The study has moved on since")
+    assert f"{again.new_trials} newer measurements" in moved
+    assert tuple(rest) == first.explanation.sentences
+    assert autoplace.explain(tmp_path / "other.toml").sentences == again.explanation.sentences
 
 
 def test_measure_fills_exactly_the_points_a_line_lacks(tmp_path):

@@ -47,8 +47,14 @@ def test_max_deviation_none_means_not_checked():
 
 
 def test_a_request_takes_no_options_beside_it():
-    with pytest.raises(TypeError, match="takes no options"):
+    with pytest.raises(BadInputError, match="takes no options"):
         tune(TuneRequest("model.py"), trials=3)
+
+
+def test_an_option_it_does_not_take_is_one_line_of_bad_input(tmp_path):
+    with pytest.raises(BadInputError, match="takes no option 'batch_size'") as info:
+        tune(tmp_path / "absent.py", batch_size=32)
+    assert "batch_sizes" in str(info.value)
 
 
 def test_options_for_a_model_file_are_checked_as_a_request_before_anything_starts(tmp_path):
