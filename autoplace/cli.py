@@ -135,7 +135,7 @@ def measure(
         config = Config(device=device, batch_size=batch_size, precision=precision, width=width)
         settings = MeasureSettings(
             timeout_s=_seconds("--timeout", timeout),  # type: ignore[arg-type]
-            max_memory=parse_size(max_memory) if max_memory else None,
+            max_memory=parse_size(max_memory, "--max-memory") if max_memory is not None else None,
         )
         result = run_measure(
             model_file,
@@ -382,7 +382,7 @@ def tune(
             storage=storage,
             study=study,
             out=out,
-            max_memory=parse_size(max_memory) if max_memory else None,
+            max_memory=parse_size(max_memory, "--max-memory") if max_memory is not None else None,
             max_deviation=parse_fraction(max_deviation, "--max-deviation", MOST_DEVIATION),
             remeasure=remeasure,
             strategy=strategy_named(search),
