@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from autoplace import _help
 from autoplace.errors import AutoplaceError, BadInputError
 from autoplace.settings import DEFAULT_MAX_DEVIATION, DEFAULT_STEPS_PER_CALL
 
@@ -25,13 +26,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_help.Group,
 )
 
 ModelFileArg = Annotated[
-    Path, typer.Argument(help="Python file holding the workload (see the README's 'Model files').")
+    Path,
+    typer.Argument(
+        metavar="MODEL_FILE",
+        help="Python file holding the workload (see the README's 'Model files').",
+    ),
 ]
 WorkloadOpt = Annotated[
-    str | None, typer.Option("--workload", "-w", help="Workload to use when the file has several.")
+    str | None,
+    typer.Option(
+        "--workload",
+        "-w",
+        help="Workload to use when the file has several.",
+        show_default="the file's only one",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 MaxMemoryOpt = Annotated[
@@ -39,6 +51,7 @@ MaxMemoryOpt = Annotated[
     typer.Option(
         "--max-memory",
         help="Skip configurations XLA predicts to need more than this (e.g. 8GiB).",
+        show_default="the device's memory",
     ),
 ]
 
@@ -93,7 +106,7 @@ def _root(
     """Where should this JAX model run, at what batch size and precision, and why."""
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def measure(
     model_file: ModelFileArg,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")],
@@ -102,7 +115,8 @@ def measure(
         str, typer.Option("--precision", "-p", help="float32, bfloat16 or float16.")
     ] = "float32",
     width: Annotated[
-        int | None, typer.Option("--width", help="Model width (default: the file's default).")
+        int | None,
+        typer.Option("--width", help="Model width.", show_default="the file's default width"),
     ] = None,
     workload: WorkloadOpt = None,
     timeout: Annotated[
@@ -121,7 +135,7 @@ def measure(
         config = Config(device=device, batch_size=batch_size, precision=precision, width=width)
         settings = MeasureSettings(
             timeout_s=_seconds("--timeout", timeout),  # type: ignore[arg-type]
-            max_memory=parse_size(max_memory) if max_memory else None,
+            max_memory=parse_size(max_memory, "--max-memory") if max_memory is not None else None,
         )
         result = run_measure(
             model_file,
@@ -159,25 +173,32 @@ def busy_line(measurements: list[Any]) -> str:
 
 DevicesOpt = Annotated[
     str | None,
-    typer.Option("--devices", help="Comma-separated devices [default: one of each kind]."),
+    typer.Option("--devices", help="Comma-separated devices.", show_default="one of each kind"),
 ]
 
 BatchSizesOpt = Annotated[
     str | None,
     typer.Option(
         "--batch-sizes",
-        help="List (16,32,64) or power-of-two range (8..1024) [default: 1..4096].",
+        help="List (16,32,64) or power-of-two range (8..1024).",
+        show_default="the file's batch_sizes, else 1..4096; 1 for latency",
     ),
 ]
 
 PrecisionsOpt = Annotated[
     str | None,
-    typer.Option("--precisions", help="Comma-separated [default: float32,bfloat16,float16]."),
+    typer.Option(
+        "--precisions",
+        help="Comma-separated precisions.",
+        show_default="float32,bfloat16,float16",
+    ),
 ]
 
 WidthsOpt = Annotated[
     str | None,
-    typer.Option("--widths", help="Widths to search [default: the file's default width]."),
+    typer.Option(
+        "--widths", help="Comma-separated widths.", show_default="the file's default width"
+    ),
 ]
 
 ObjectiveOpt = Annotated[
@@ -185,35 +206,80 @@ ObjectiveOpt = Annotated[
     typer.Option("--objective", help="throughput, time-to-finish or latency."),
 ]
 
+_RUN_LENGTH = "none: time-to-finish needs --steps or --samples"
 StepsOpt = Annotated[
-    int | None, typer.Option("--steps", help="Run length for time-to-finish, in steps.")
+    int | None,
+    typer.Option(
+        "--steps", help="Run length for time-to-finish, in steps.", show_default=_RUN_LENGTH
+    ),
 ]
 
 SamplesOpt = Annotated[
     int | None,
-    typer.Option("--samples", help="Run length in samples (one epoch with --epochs)."),
+    typer.Option(
+        "--samples",
+        help="Run length in samples (one epoch with --epochs).",
+        show_default=_RUN_LENGTH,
+    ),
 ]
 
-EpochsOpt = Annotated[int | None, typer.Option("--epochs", help="Epochs of --samples.")]
+EpochsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--epochs", help="Epochs of --samples.", show_default="one: --samples is the whole run"
+    ),
+]
 
 TrialsOpt = Annotated[
     int | None,
     typer.Option(
-        "--trials", help="At most this many new measurements (references and finalists count)."
+        "--trials",
+        help="At most this many new measurements (references and finalists count).",
+        show_default="until nothing is worth measuring",
     ),
 ]
 
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Stop starting measurements after this (s).")
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Stop starting measurements after this (s).",
+        show_default="until nothing is worth measuring",
+    ),
 ]
 
+_DEFAULT_STORAGE = "sqlite:///studies/autoplace.db"
 StorageOpt = Annotated[
     str | None,
-    typer.Option("--storage", help="Study storage URL [default: sqlite:///studies/autoplace.db]."),
+    typer.Option("--storage", help="Study storage URL.", show_default=_DEFAULT_STORAGE),
 ]
 
 StudyOpt = Annotated[
-    str | None, typer.Option("--study", help="Study name [default: workload+hardware].")
+    str | None,
+    typer.Option(
+        "--study",
+        help="Study name.",
+        show_default="one per workload, objective, file and hardware",
+    ),
+]
+
+#: What explain and report read: the storage and study a recommendation file names.
+SourceStorageOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--storage",
+        help="Study storage URL.",
+        show_default=f"the recommendation file's, else {_DEFAULT_STORAGE}",
+    ),
+]
+
+SourceStudyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--study",
+        help="Study name.",
+        show_default="the recommendation file's, else the model file's study",
+    ),
 ]
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Recommendation file to write.")]
@@ -222,9 +288,7 @@ RemeasureOpt = Annotated[
     bool, typer.Option("--remeasure", help="Measure again what the study already has.")
 ]
 
-SearchOpt = Annotated[
-    str, typer.Option("--search", help="climb (default) or grid (every configuration).")
-]
+SearchOpt = Annotated[str, typer.Option("--search", help="climb, or grid (every configuration).")]
 
 MeasureTimeoutOpt = Annotated[
     float,
@@ -268,7 +332,7 @@ MaxDeviationOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def tune(
     model_file: ModelFileArg,
     workload: WorkloadOpt = None,
@@ -318,7 +382,7 @@ def tune(
             storage=storage,
             study=study,
             out=out,
-            max_memory=parse_size(max_memory) if max_memory else None,
+            max_memory=parse_size(max_memory, "--max-memory") if max_memory is not None else None,
             max_deviation=parse_fraction(max_deviation, "--max-deviation", MOST_DEVIATION),
             remeasure=remeasure,
             strategy=strategy_named(search),
@@ -371,9 +435,11 @@ def tune(
     raise typer.Exit(0 if result.best is not None else 1)
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def show(
-    path: Annotated[Path, typer.Argument(help="Recommendation file.")] = Path("autoplace.toml"),
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Recommendation file.")] = Path(
+        "autoplace.toml"
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Print a recommendation file readably."""
@@ -390,16 +456,19 @@ def show(
 
 
 StudySourceArg = Annotated[
-    Path, typer.Argument(help="A recommendation file, or a model file whose study to read.")
+    Path,
+    typer.Argument(
+        metavar="PATH", help="A recommendation file, or a model file whose study to read."
+    ),
 ]
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def explain(
     source: StudySourceArg = Path("autoplace.toml"),
     workload: WorkloadOpt = None,
-    storage: StorageOpt = None,
-    study: StudyOpt = None,
+    storage: SourceStorageOpt = None,
+    study: SourceStudyOpt = None,
     objective: ObjectiveOpt = "throughput",
     measure: Annotated[
         bool,
@@ -431,15 +500,15 @@ def explain(
     explanation_report(explanation)
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def report(
     source: StudySourceArg = Path("autoplace.toml"),
     out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML page.")] = Path(
         "autoplace-report.html"
     ),
     workload: WorkloadOpt = None,
-    storage: StorageOpt = None,
-    study: StudyOpt = None,
+    storage: SourceStorageOpt = None,
+    study: SourceStudyOpt = None,
     objective: ObjectiveOpt = "throughput",
 ) -> None:
     """Write one self-contained HTML page (plots, explanation, every measurement); opens offline."""
@@ -453,7 +522,7 @@ def report(
     typer.echo(f"report written to {written}")
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def recommend(
     model_file: ModelFileArg,
     workload: WorkloadOpt = None,
@@ -462,8 +531,22 @@ def recommend(
     steps: StepsOpt = None,
     samples: SamplesOpt = None,
     epochs: EpochsOpt = None,
-    storage: StorageOpt = None,
-    study: StudyOpt = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage",
+            help="A team's study storage URL.",
+            show_default="the study database beside the cache",
+        ),
+    ] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            "--study",
+            help="One study in --storage.",
+            show_default="every study of this model, objective and machine",
+        ),
+    ] = None,
     on_miss: Annotated[
         str,
         typer.Option(
@@ -478,22 +561,38 @@ def recommend(
         ),
     ] = "use",
     max_batch_size: Annotated[
-        int | None, typer.Option("--max-batch-size", help="Never recommend a larger batch.")
+        int | None,
+        typer.Option(
+            "--max-batch-size", help="Never recommend a larger batch.", show_default="none"
+        ),
     ] = None,
     memory_margin: Annotated[
         str, typer.Option("--memory-margin", help="Device memory to leave free (e.g. 10%).")
     ] = "10%",
     max_deviation: Annotated[
         str | None,
-        typer.Option("--max-deviation", help="Leave out precisions straying further from float32."),
+        typer.Option(
+            "--max-deviation",
+            help="Leave out precisions straying further from float32 (e.g. 5%).",
+            show_default="off",
+        ),
     ] = None,
     max_age: Annotated[
-        float | None, typer.Option("--max-age", help="Seconds after which an answer is stale.")
+        float | None,
+        typer.Option(
+            "--max-age",
+            help="Seconds after which an answer is stale.",
+            show_default="never stale by age",
+        ),
     ] = None,
     as_json: JsonOpt = False,
     output_format: Annotated[
         str | None,
-        typer.Option("--format", help="env: AUTOPLACE_DEVICE=... lines for shell launchers."),
+        typer.Option(
+            "--format",
+            help="env: AUTOPLACE_DEVICE=... lines for shell launchers.",
+            show_default="a line for people",
+        ),
     ] = None,
 ) -> None:
     """Where to run, at what batch and precision: from the cache in ms, a study, or one tune."""
@@ -544,7 +643,7 @@ def recommend(
             typer.echo(f"  {line}")
 
 
-@app.command()
+@app.command(cls=_help.Command)
 def limits(
     refresh: Annotated[
         bool, typer.Option("--refresh", help="Measure again, even when they are cached.")
@@ -553,8 +652,9 @@ def limits(
     seconds: Annotated[float, typer.Option("--seconds", help="Each window's length.")] = 0.25,
     as_json: JsonOpt = False,
 ) -> None:
-    """This machine's limits: peak FLOP/s per precision, memory and host-to-device bandwidth,
-    and the dispatch floor; measured once per hardware and software, then cached."""
+    """This machine's limits: peak FLOP/s, memory and host-to-device bandwidth, dispatch floor.
+
+    Measured once per hardware and software, then cached."""
     from autoplace.limits import LimitsRequest, machine_limits
 
     with handle_errors():
@@ -568,11 +668,13 @@ def limits(
     typer.echo("\n".join(found.lines()))
 
 
-cache_app = typer.Typer(help="See and drop the answers autoplace recommend cached.")
+cache_app = typer.Typer(
+    help="See and drop the answers autoplace recommend cached.", cls=_help.Group
+)
 app.add_typer(cache_app, name="cache")
 
 
-@cache_app.command("list")
+@cache_app.command("list", cls=_help.Command)
 def cache_list(as_json: JsonOpt = False) -> None:
     """The cached answers: model, workload, pick, when, under which software."""
     from autoplace.recommending import Cache, listed
@@ -603,7 +705,7 @@ def cache_list(as_json: JsonOpt = False) -> None:
         )
 
 
-@cache_app.command("clear")
+@cache_app.command("clear", cls=_help.Command)
 def cache_clear() -> None:
     """Drop every cached answer (the studies they came from are kept)."""
     from autoplace.recommending import Cache

@@ -57,27 +57,25 @@ def read(path: str | Path) -> dict[str, Any]:
             f"{shown(p)}` writes one (autoplace.toml), which this command reads"
         )
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ConfigFileError(
             f"no recommendation file at {shown(p)}: run `autoplace tune MODEL_FILE --out "
             f"{shown(p)}` first"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ConfigFileError(f"cannot read {shown(p)}: {why}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(
+            f"{shown(p)} is not a text file (not UTF-8 at byte {exc.start}): it is not a "
+            "recommendation file; pass the autoplace.toml that `autoplace tune` wrote"
+        ) from None
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read {shown(p)}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(
             f"{shown(p)} is not valid TOML ({exc}): it is damaged; "
             "run `autoplace tune` again to rewrite it"
         ) from exc
-    version = data.get("schema_version")
-    if version not in READABLE:
-        raise ConfigFileError(
-            f"{p} has schema version {version!r}, but this autoplace reads versions "
-            f"{', '.join(map(str, READABLE))}: use the autoplace that wrote it, "
-            "or run `autoplace tune` again"
-        )
+    _check_version(p, data)
     missing = [k for k in REQUIRED if k not in data]
     rec = data.get("recommendation", {})
     missing += [
@@ -96,6 +94,45 @@ def read(path: str | Path) -> dict[str, Any]:
             "again to rewrite it"
         )
     return data
+
+
+def _check_version(p: Path, data: dict[str, Any]) -> None:
+    """Refuse a TOML file that is not a recommendation file (no ``schema_version``: an
+    empty file, a ``pyproject.toml``), or of a version this autoplace cannot read."""
+    if "schema_version" not in data:
+        what = "empty" if not data else f"a TOML file of {_tables(data)}"
+        raise ConfigFileError(
+            f"{shown(p)} is not an autoplace recommendation file ({what}, with no "
+            "schema_version): pass the autoplace.toml that `autoplace tune` wrote, or run "
+            f"`autoplace tune MODEL_FILE --out {shown(p)}`"
+        )
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ConfigFileError(
+            f"{shown(p)} has {_as_written('schema_version', version)} where it is an "
+            f"integer (schema_version = {SCHEMA_VERSION}): it was edited by hand or not written "
+            "by autoplace; run `autoplace tune` again to rewrite it"
+        )
+    if version not in READABLE:
+        raise ConfigFileError(
+            f"{shown(p)} has schema version {version}, but this autoplace reads versions "
+            f"{', '.join(map(str, READABLE))}: use the autoplace that wrote it, "
+            "or run `autoplace tune` again"
+        )
+
+
+def _as_written(key: str, value: Any) -> str:
+    """``key = value`` as TOML writes it, and what kind of value that is, in one line."""
+    if isinstance(value, (dict, list)):
+        return f"{key} as {'a table' if isinstance(value, dict) else 'an array'}"
+    kind = {str: "a string", float: "a float", bool: "a boolean"}.get(type(value), "a date")
+    return f"{tomli_w.dumps({key: value}).strip()}, {kind},"
+
+
+def _tables(data: dict[str, Any]) -> str:
+    """The top-level keys of a TOML document, in words (``[project], [tool], name``)."""
+    keys = [f"[{k}]" if isinstance(v, dict) else k for k, v in data.items()]
+    return ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
 
 
 def _wrong_values(data: dict[str, Any]) -> str | None:

@@ -17,15 +17,16 @@ _SIZE_UNITS = {
 }  # fmt: skip
 
 
-def parse_size(text: str) -> int:
-    """``"8GiB"`` -> 8589934592. Bare numbers are bytes."""
+def parse_size(text: str, what: str = "size") -> int:
+    """``"8GiB"`` -> 8589934592. Bare numbers are bytes. ``what`` names the value in an
+    error (the option it came from: ``--max-memory``)."""
     match = _SIZE_RE.match(text)
     unit = (match[2] or "").lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
-        raise BadInputError(f"cannot read size {text!r}: write e.g. 512MiB, 8GiB or 4000000000")
+        raise BadInputError(f"cannot read {what} {text!r}: write e.g. 512MiB, 8GiB or 4000000000")
     value = int(Decimal(match[1]) * _SIZE_UNITS[unit])  # exact: 8.2MB is 8200000
     if value <= 0:
-        raise BadInputError(f"size must be positive, got {text!r}")
+        raise BadInputError(f"{what} must be positive, got {text!r}: write e.g. 512MiB or 8GiB")
     return value
 
 

@@ -105,15 +105,17 @@ def check_width(width: int, declared: Sequence[int]) -> None:
 def workload(
     fn: Callable[..., Workload] | None = None,
     *,
-    widths: Sequence[int] = (),
+    widths: Sequence[int] | None = None,
     default_width: int | None = None,
     batch_sizes: Sequence[int] = (),
     name: str | None = None,
 ) -> Any:
     """Mark ``fn(width, dtype) -> Workload`` as a workload and declare its widths.
 
-    ``batch_sizes`` optionally narrows the batch sizes ``autoplace tune`` searches
-    by default (for a model whose large batches would take minutes per step).
+    ``widths`` are the widths ``fn`` takes (leave it out for a model without widths: it
+    is then called with ``width=None``). ``batch_sizes`` optionally narrows the batch
+    sizes ``autoplace tune`` searches by default (for a model whose large batches would
+    take minutes per step).
 
     Returns ``fn`` itself, unchanged but for one attribute, so the function stays
     callable as plain Python. Usable bare (``@workload``) or with arguments.
@@ -138,10 +140,17 @@ def workload(
 def _declared(
     widths: Any, default: Any, where: str, names: tuple[str, str]
 ) -> tuple[tuple[int, ...], int | None]:
-    """A workload's declared widths and default (the first width when none is given),
-    checked: whole numbers, the default among the widths. ``names``: how the file spells
-    the two (the decorator's arguments, or the module constants)."""
-    ws = _counts(widths, f"{where}{names[0]}")
+    """A workload's declared widths (``None``: none declared) and default (the first width
+    when none is given), checked: whole numbers, at least one, the default among them.
+    ``names``: how the file spells the two (the decorator's arguments, or the module
+    constants)."""
+    ws = _counts(() if widths is None else widths, f"{where}{names[0]}")
+    if widths is not None and not ws:
+        raise ModelFileError(
+            f"{where}{names[0]}={widths!r} declares no width, so no width could be measured: "
+            f"list the widths the function takes (e.g. {names[0]}=(128, 256)), or leave "
+            f"{names[0]} out for a model without widths"
+        )
     dw = default if default is not None else (ws[0] if ws else None)
     if dw is not None:
         (dw,) = _counts((dw,), f"{where}{names[1]}")
@@ -250,7 +259,7 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
         fn = getattr(module, CONVENTIONAL_NAME, None)
         if callable(fn) and fn is not workload:  # `from autoplace import workload` is not one
             widths, default = _declared(
-                getattr(module, "WIDTHS", ()),
+                getattr(module, "WIDTHS", None),
                 getattr(module, "DEFAULT_WIDTH", None),
                 f"in {path}: ",
                 ("WIDTHS", "DEFAULT_WIDTH"),

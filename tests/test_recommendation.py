@@ -58,7 +58,10 @@ def test_write_refuses_a_document_without_the_schema_version(tmp_path):
         ("schema_version = 99\n", "schema version 99"),
         ("this is = = not toml", "not valid TOML"),
         ("schema_version = 1\ncreated = 'x'\n", "missing"),
-        ("", "schema version None"),
+        ("", r"is not an autoplace recommendation file \(empty, with no schema_version\)"),
+        ("[tool.black]\nline-length = 88\n", r"\(a TOML file of \[tool\], with no schema_version"),
+        ('schema_version = "3"\n', 'has schema_version = "3", a string, where it is an integer'),
+        ("schema_version = [3]\n", "has schema_version as an array where it is an integer"),
     ],
 )
 def test_damaged_or_future_files_get_one_clear_error(tmp_path, text, match):
@@ -68,6 +71,13 @@ def test_damaged_or_future_files_get_one_clear_error(tmp_path, text, match):
         rec.read(path)
     assert "\n" not in str(info.value)
     assert info.value.exit_code == 2
+
+
+def test_a_binary_file_is_not_a_text_file(tmp_path):
+    path = tmp_path / "autoplace.toml"
+    path.write_bytes(b"schema_version = 3\n\xff\xfe")
+    with pytest.raises(ConfigFileError, match=r"is not a text file \(not UTF-8 at byte 19\)"):
+        rec.read(path)
 
 
 def test_missing_file_says_how_to_make_one(tmp_path):

@@ -67,6 +67,8 @@ def test_a_default_width_not_among_the_widths_is_refused() -> None:
         ({"batch_sizes": (0, 8)}, "batch_sizes must be whole numbers of at least 1, got 0"),
         ({"batch_sizes": 2.5}, "batch_sizes must be whole numbers of at least 1, got 2.5"),
         ({"widths": (8,), "default_width": True}, "default_width must be whole numbers"),
+        ({"widths": ()}, "widths=() declares no width"),
+        ({"widths": [], "default_width": 8}, "widths=[] declares no width"),
     ],
 )
 def test_a_bad_declaration_names_the_decorator_and_its_function(declared, fragment) -> None:
@@ -131,6 +133,12 @@ def test_conventional_name_without_default_uses_the_first_width() -> None:
     info, _ = find_workloads(_module(workload=_fn, WIDTHS=[64, 16]), Path("m.py"))["workload"]
     assert info.widths == (16, 64)
     assert info.default_width == 64
+
+
+def test_conventional_name_with_no_widths_listed_is_refused() -> None:
+    refused = r"in m.py: WIDTHS=\(\) declares no width.* or leave WIDTHS out"
+    with pytest.raises(ModelFileError, match=refused):
+        find_workloads(_module(workload=_fn, WIDTHS=()), Path("m.py"))
 
 
 def test_conventional_name_without_constants() -> None:

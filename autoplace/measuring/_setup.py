@@ -111,7 +111,30 @@ def build(fn: Callable, width: int | None, precision: str, path: Path) -> tuple[
             "autoplace.Workload: end it with `return autoplace.Workload(state=..., step=..., "
             "make_batch=...)`"
         )
+    held = not_numbers(workload.state)
+    if held is not None:
+        raise ModelFileError(
+            f"the workload function in {path} returned a state holding {held}, which JAX cannot "
+            "put on a device: the state is the arrays the step reads and updates (parameters, "
+            "optimiser state); keep names and settings out of it (in the step's closure)"
+        )
     return workload, time.perf_counter() - t
+
+
+def not_numbers(tree: Any) -> str | None:
+    """The first leaf of ``tree`` that is not an array of numbers (a ``str``, an object), in
+    words with its path in the tree (``a str ('relu') at ['act']``); ``None``: every leaf is."""
+    for where, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        if isinstance(leaf, jax.Array) or np.asarray(leaf).dtype.kind not in "OSU":
+            continue  # JAX's arrays (typed PRNG keys too), numpy's and Python's numbers
+        if isinstance(leaf, np.ndarray):
+            what = f"an array of {leaf.dtype}"
+        else:
+            text = repr(leaf)
+            what = f"a {type(leaf).__name__} ({text if len(text) <= 40 else text[:37] + '...'})"
+        at = jax.tree_util.keystr(where)
+        return f"{what} at {at}" if at else what
+    return None
 
 
 def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> Any:
@@ -130,6 +153,13 @@ def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> An
         raise ModelFileError(
             f"make_batch in {path} returned JAX arrays: return numpy arrays (host memory), "
             "so that autoplace times putting them on the device (np.asarray(x) converts)"
+        )
+    held = not_numbers(batch)
+    if held is not None:
+        raise ModelFileError(
+            f"make_batch({batch_size}, rng) in {path} returned {held}, not an array of numbers: "
+            "a batch is numpy arrays of numbers whose leading axis is batch_size (labels as "
+            "integers); return e.g. (rng.random((batch_size, n)).astype(dtype),)"
         )
     with user_phase("making a batch", path):
         batch = jax.tree.map(np.asarray, batch)

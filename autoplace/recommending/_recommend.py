@@ -9,6 +9,7 @@ answer (bounded) or take the fallback.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,7 @@ from autoplace.recommending._machine import machine_devices
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
 from autoplace.recommending._request import RecommendRequest
-from autoplace.workload import ModelFile
+from autoplace.workload import ModelFile, check_width
 
 #: The batch size of the safest fallback (capped by ``max_batch_size``).
 FALLBACK_BATCH = 32
@@ -107,8 +108,23 @@ def recommend(
             f"{_fill_command(key)} to fill the cache"
         )
     elif r.on_miss == "fallback":
+        if r.widths:  # as a tune would: a width the file never declared is refused
+            _check_widths(mf, r.workload, r.widths, backend)
         return lookup.fallback(lookup.why_missed)
     return _tune_once(lookup, url, r, backend, on_wait)
+
+
+def _check_widths(mf: ModelFile, workload: str | None, widths: Sequence[int], backend: Any) -> None:
+    """Refuse ``widths`` the model file does not declare (the file imported by a worker,
+    ``backend`` if given), as the tune ``on_miss="tune"`` runs would."""
+    from autoplace.measuring import SubprocessBackend, resolve_workload
+
+    with contextlib.ExitStack() as stack:
+        if backend is None:
+            backend = stack.enter_context(SubprocessBackend())
+        _, info = resolve_workload(backend, mf.path, workload)
+    for width in widths:
+        check_width(width, info.widths)
 
 
 class _Lookup:

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from autoplace._paths import shown
 from autoplace.errors import BadInputError
 from autoplace.objectives import Objective, make_objective
 from autoplace.settings import DEFAULT_STEPS_PER_CALL, MeasureSettings
@@ -93,6 +94,13 @@ class TuneRequest:
                 raise BadInputError(
                     f"{option} is empty: give a name, or leave {option} out for the default"
                 )
+        if self.out is not None and Path(self.out).suffix.lower() != ".toml":
+            out = Path(self.out)
+            raise BadInputError(
+                f"--out {shown(out)}: the recommendation file is TOML, and `autoplace explain` "
+                "and `autoplace report` tell it from a model file by its .toml: name it "
+                f"{shown(out.with_suffix('.toml'))}"
+            )
         object.__setattr__(self, "if_busy", check_policy(self.if_busy))
         object.__setattr__(self, "steps_per_call", _steps_per_call(self.steps_per_call))
         _ = self.objective_value  # a bad objective or run length fails now, not after set-up

@@ -220,6 +220,15 @@ def test_an_unwritable_cache_works_without_caching_and_says_so_once(env, tmp_pat
     )
 
 
+def test_a_fallback_for_a_width_the_file_does_not_declare_is_refused_as_a_tune_would_be(env):
+    # the synthetic file declares widths 64 and 128
+    assert env(on_miss="fallback", widths=(128,)).source == "fallback"
+    for policy in ("fallback", "tune"):
+        with pytest.raises(autoplace.BadInputError, match="width 7 is not one the model file"):
+            env(on_miss=policy, widths=(7,))
+    assert not (env.cache / "answers").exists()
+
+
 def test_bad_options_are_one_line(env):
     for kwargs, fragment in (
         ({"on_miss": "maybe"}, "on_miss must be one of"),
