@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -78,6 +79,8 @@ def score(value: float | None, unit: str) -> str:
 def size(value: float | None) -> str:
     if value is None:
         return "-"
+    if value < 0:  # a fitted line's intercept can be: -10.5 MiB, never -11040101 B
+        return f"-{size(-value)}"
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= scale:
             return f"{value / scale:.1f} {unit}"
@@ -91,6 +94,14 @@ def rate(value: float | None, unit: str = "") -> str:
         if value >= scale:
             return f"{value / scale:.2f} {prefix}{unit}"
     return f"{value:.1f} {unit}".rstrip()
+
+
+def count(value: float | None) -> str:
+    """A count (of samples, steps): whole below ten thousand (``2,490``), else as a rate
+    writes it (``2.49 M``)."""
+    if value is None:
+        return "-"
+    return f"{math.ceil(value):,}" if value < 1e4 else rate(value)
 
 
 def percent(value: float | None) -> str:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from autoplace.errors import BadInputError
-from autoplace.units import parse_ints, parse_list, parse_size, percent, rate, seconds, size
+from autoplace.units import (
+    count,
+    parse_ints,
+    parse_list,
+    parse_size,
+    percent,
+    rate,
+    seconds,
+    size,
+)
 
 
 @pytest.mark.parametrize(
@@ -92,6 +101,7 @@ def test_seconds_never_switches_to_exponent_notation(value: float) -> None:
         (5 * 2**20, "5.0 MiB"),
         (3 * 2**30, "3.0 GiB"),
         (2**40, "1024.0 GiB"),
+        (-11040101, "-10.5 MiB"),  # a fitted line's intercept, never "-11040101 B"
     ],
 )
 def test_size(value: int | None, text: str) -> None:
@@ -120,6 +130,14 @@ def test_rate(value: float | None, unit: str, text: str) -> None:
 )
 def test_percent(value: float | None, text: str) -> None:
     assert percent(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "-"), (3, "3"), (2489.2, "2,490"), (2.49e6, "2.49 M"), (1.2e4, "12.00 k")],
+)
+def test_count_is_whole_or_a_rate_never_an_exponent(value: float | None, text: str) -> None:
+    assert count(value) == text
 
 
 def test_parse_size_round_trips_through_size() -> None:

@@ -9,7 +9,6 @@ with the first few and ``autoplace explain`` print them all.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -425,7 +424,7 @@ def _even(x: BreakEven) -> str:
         f"{x.slow_start} starts {units.seconds(x.one_off_s[0] - x.one_off_s[1])} later "
         f"(lowering, compile, first call) than {x.fast_start} but runs each sample "
         f"{units.seconds(x.per_sample_s[1] - x.per_sample_s[0])} faster: it finishes first "
-        f"after {_count(x.samples)} samples ({steps})."
+        f"after {units.count(x.samples)} samples ({steps})."
     )
 
 
@@ -437,12 +436,6 @@ def _memory(m: Mapping[str, float], label: str) -> str:
         f"{units.size(m['limit_bytes'])} free is {m['largest_batch']:,.0f} "
         f"({m['largest_power_of_two']:,.0f} as a power of two)."
     )
-
-
-def _count(n: float) -> str:
-    if n < 1e4:
-        return f"{math.ceil(n):,}"
-    return f"{n:,.3g}".replace("e+0", "e").replace("e+", "e")
 
 
 __all__ = ["RUN_LENGTHS", "Explanation", "explain_figures"]

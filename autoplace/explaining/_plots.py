@@ -1,7 +1,12 @@
 """The explanation's main figure, for the HTML report and for optuna-dashboard: throughput
 against batch size per arm, the measured points with their spread, each fitted line's
-throughput ``b/(a + c·b)`` where it holds, cliffs and crossovers marked. Plotly is
-imported when a figure is drawn, never at ``import autoplace``.
+throughput ``b/(a + c·b)`` where it holds, cliffs and crossovers marked, the pick starred.
+Plotly is imported when a figure is drawn, never at ``import autoplace``.
+
+Every figure draws an arm alike (:func:`arm_styles`: one colour per device and precision,
+one marker per width) and writes its numbers as the terminal does (:mod:`autoplace.units`:
+``122.03 k``, ``6.1 MiB``, ``560 µs``), in hover text and on the axes (:func:`decades`,
+:func:`octaves`, :func:`linear_ticks`).
 
 On a log axis plotly takes a shape's position in data units but an annotation's in log10
 units (an annotation at ``x=64`` lands at 10⁶⁴): every marker here goes through
@@ -10,12 +15,15 @@ units (an annotation at ``x=64`` lands at 10⁶⁴): every marker here goes thro
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from autoplace import units
+from autoplace.explaining._answers import label as configuration_label
 from autoplace.explaining._explanation import Explanation
+from autoplace.explaining._model import Arm
 from autoplace.measurement import Measurement
 
 #: Batches drawn along a fitted curve between its ends.
@@ -26,6 +34,8 @@ PALETTE = (
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 )  # fmt: skip
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
+#: How the pick is marked on the throughput figure: an open star around its point.
+PICK_MARKER = {"symbol": "star-open", "size": 22, "color": "#000", "line": {"width": 2}}
 #: The plot area's height, and a legend entry's, in pixels: a figure grows with its legend
 #: so that every entry shows (plotly would clip the rest behind a scroll bar).
 PLOT_HEIGHT = 380
@@ -56,6 +66,77 @@ def log2_axis(title: str, values: Sequence[float] = ()) -> dict[str, Any]:
 
 def arm_key(m: Measurement) -> tuple[str, str, int | None]:
     return (m.device, m.precision, m.width)
+
+
+@dataclasses.dataclass(frozen=True)
+class Style:
+    """How every figure draws one arm: its colour (its device and precision's: the roofline's
+    roof of that precision has it too) and its marker (its width's)."""
+
+    color: str
+    symbol: str
+
+
+def arm_styles(arms: Iterable[Arm]) -> dict[Arm, Style]:
+    """Each arm's :class:`Style`: one colour per (device, precision), in the order they
+    come, one marker per width; past :data:`PALETTE`'s colours, the markers move on too."""
+    arms = list(dict.fromkeys(arms))
+    pairs = list(dict.fromkeys((d, p) for d, p, _ in arms))
+    widths = sorted({w for _, _, w in arms}, key=lambda w: -1 if w is None else w)
+    out = {}
+    for d, p, w in arms:
+        n = pairs.index((d, p))
+        symbol = SYMBOLS[(widths.index(w) + n // len(PALETTE)) % len(SYMBOLS)]
+        out[(d, p, w)] = Style(PALETTE[n % len(PALETTE)], symbol)
+    return out
+
+
+def precision_color(styles: dict[Arm, Style], device: str, precision: str) -> str:
+    """The colour ``styles`` give ``device``'s ``precision`` (its arms share it)."""
+    return next(s.color for (d, p, _), s in styles.items() if (d, p) == (device, precision))
+
+
+def _ticks(values: Sequence[float], text: Callable[[float], str]) -> dict[str, Any]:
+    return {"tickvals": list(values), "ticktext": [text(v) for v in values]}
+
+
+def decades(low: float, high: float, text: Callable[[float], str]) -> dict[str, Any]:
+    """Ticks of a log axis spanning ``low``..``high``, written by ``text`` (a formatter of
+    :mod:`autoplace.units`): 1, 2 and 5 of each decade, fewer where they would crowd,
+    more where the span is short. Plotly draws those inside the axis's range."""
+    low, high = min(low, high), max(low, high)
+    span = math.log10(high / low) if low > 0 else 0.0
+    steps: tuple[float, ...] = (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)
+    if span > 3:
+        steps = (1,)
+    elif span > 1:
+        steps = (1, 2, 5)
+    elif span > 0.5:
+        steps = (1, 2, 3, 5, 7)
+    every = 2 if span > 8 else 1
+    first, last = math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1
+    values = [s * 10.0**k for k in range(first, last + 1, every) for s in steps]
+    return _ticks([float(f"{v:.3g}") for v in values], text)
+
+
+def octaves(low: float, high: float, text: Callable[[float], str]) -> dict[str, Any]:
+    """Ticks of a log axis at powers of two (every second, fourth, ... where more than
+    :data:`MAX_TICKS` would crowd), written by ``text`` (``units.size``: 1.0 MiB, 2.0 MiB)."""
+    first, last = math.floor(math.log2(low)) - 1, math.ceil(math.log2(high)) + 1
+    step = max(1, math.ceil((last - first - 1) / MAX_TICKS))
+    return _ticks([2.0**k for k in range(first, last + 1, step)], text)
+
+
+def linear_ticks(high: float, text: Callable[[float], str]) -> dict[str, Any]:
+    """Ticks of a linear axis from 0 past ``high``, at a round step (1, 2 or 5 of a
+    decade), about five of them, written by ``text`` (0 as ``0``)."""
+    if high <= 0:
+        return _ticks([0.0], lambda _: "0")
+    rough = high / 5
+    unit = 10.0 ** math.floor(math.log10(rough))
+    step = next(s * unit for s in (1, 2, 5, 10) if s * unit >= rough)
+    values = [float(f"{k * step:.3g}") for k in range(math.ceil(high / step) + 1)]
+    return _ticks(values, lambda v: text(v) if v else "0")
 
 
 def short_label(m: Measurement) -> str:
@@ -116,7 +197,7 @@ def note(fig: Any, text: str) -> None:
     )  # fmt: skip
 
 
-def _clusters(values: Sequence[float], apart: float = 1.25) -> list[list[float]]:
+def clusters(values: Sequence[float], apart: float = 1.25) -> list[list[float]]:
     """Sorted ``values`` in runs whose neighbours lie within ``apart`` times each other
     (their labels would overlap on a log axis)."""
     runs: list[list[float]] = []
@@ -140,12 +221,15 @@ def layout(fig: Any, entries: int, **axes: Any) -> None:
 
 def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) -> Any:
     """Throughput against batch size, every arm (see the module docstring). Each arm is one
-    legend entry: its measured points, and its fitted curve (dashed) drawn with them."""
+    legend entry: its measured points, and its fitted curve (dashed) drawn with them; the
+    pick is starred, with its own legend entry."""
     import plotly.graph_objects as go
 
-    fig, entries, batches, departs = go.Figure(), 0, [], []
-    for n, model in enumerate(explanation.models.values()):
-        color = PALETTE[n % len(PALETTE)]
+    fig, entries, batches, departs, ys_all = go.Figure(), 0, [], [], []
+    styles = arm_styles(explanation.models)
+    pick = None
+    for model in explanation.models.values():
+        style = styles[model.arm]
         ran = sorted(
             (m for m in figures if arm_key(m) == model.arm and m.status == "ok" and m.fed_step_s),
             key=lambda m: m.batch_size,
@@ -155,6 +239,7 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
         entries += 1
         batches += [m.batch_size for m in ran]
         ys = [m.batch_size / m.fed_step_s for m in ran]  # type: ignore[operator]
+        ys_all += ys
         errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
         line = model.fed
         fit = (
@@ -168,12 +253,24 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
                 y=ys,
                 mode="markers",
                 name=model.label,
-                marker={"color": color, "size": 8, "symbol": SYMBOLS[n // len(PALETTE) % 5]},
+                marker={"color": style.color, "size": 8, "symbol": style.symbol},
                 error_y={"type": "data", "array": errors, "visible": True},
                 legendgroup=model.label,
-                hovertemplate=f"{model.label}<br>batch %{{x}}: %{{y:.4s}} samples/s<br>line: "
-                f"{fit}<extra></extra>",
+                hovertext=[
+                    f"{model.label}<br>batch {m.batch_size}: {units.rate(y)} samples/s "
+                    f"(spread {units.percent(m.fed_step_spread)})<br>line: {fit}"
+                    for m, y in zip(ran, ys, strict=True)
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
             )
+        )
+        pick = pick or next(
+            (
+                (m, y)
+                for m, y in zip(ran, ys, strict=True)
+                if configuration_label(m) == explanation.winner
+            ),
+            None,
         )
         if line is None:
             continue
@@ -184,7 +281,7 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
                 x=xs,
                 y=[b / line.at(b) for b in xs],
                 mode="lines",
-                line={"color": color, "dash": "dash"},
+                line={"color": style.color, "dash": "dash"},
                 name=f"{model.label}: {fit}",
                 legendgroup=model.label,
                 showlegend=False,
@@ -192,10 +289,24 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
             )
         )
         if line.departs_at is not None:
-            fig.add_vline(x=line.departs_at, line={"color": color, "dash": "dot"})
+            fig.add_vline(x=line.departs_at, line={"color": style.color, "dash": "dot"})
             departs.append(line.departs_at)
+    if pick is not None:
+        m, y = pick
+        fig.add_trace(
+            go.Scatter(
+                x=[m.batch_size],
+                y=[y],
+                mode="markers",
+                name=f"pick: {short_label(m)}",
+                marker=PICK_MARKER,
+                hovertext=[f"the pick: {short_label(m)}, {units.rate(y)} samples/s"],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+        entries += 1
     # One label per batch where lines leave their measurements, stacked where they crowd.
-    for near in _clusters(sorted(set(departs)), apart=2.5):
+    for near in clusters(sorted(set(departs)), apart=2.5):
         for k, b in enumerate(near):
             label(fig, b, f"leaves the line: {b}", y=0.02 + 0.07 * k, color="#555")
     crossings = sorted(
@@ -203,16 +314,14 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
         for x in explanation.crossovers
         if x.above is not None and x.above > x.low and min(batches) <= x.above <= max(batches)
     )
-    for near in _clusters(crossings):  # one label for crossings a few percent apart
+    for near in clusters(crossings):  # one label for crossings a few percent apart
         for above in near:
             fig.add_vline(x=above, line={"color": "#555", "dash": "longdash"})
         shown = list(dict.fromkeys(f"{a:.0f}" for a in near))
         text = "crossover" + ("s" if len(shown) > 1 else "") + " ≈ " + ", ".join(shown)
         vline(fig, near[0], text, log=True, color="#555", dash="longdash")
-    layout(
-        fig,
-        entries,
-        xaxis=log2_axis("batch size", batches),
-        yaxis={"title": "samples/s, feeding host batches", "type": "log", "automargin": True},
-    )
+    yaxis = {"title": "samples/s, feeding host batches", "type": "log", "automargin": True}
+    if ys_all:
+        yaxis.update(decades(min(ys_all), max(ys_all), units.rate))
+    layout(fig, entries, xaxis=log2_axis("batch size", batches), yaxis=yaxis)
     return fig

@@ -233,6 +233,7 @@ class _Lookup:
             peak_bytes=pick.peak_bytes,
             margin=runner.margin if runner is not None else None,
             noise=runner.noise if runner is not None else None,
+            verdict=runner.verdict if runner is not None else None,
             confirmed=pick.confirmed,
             measured_at=_when(answer.created),
             stale_reason=stale,

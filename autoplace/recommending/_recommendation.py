@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 from typing import Any, Literal
 
+from autoplace import units
+
 #: Where an answer came from: this machine's cache, a shared study, a tune just run, or
 #: the fallback (nothing measured: see ``stale_reason`` for why).
 Source = Literal["cache", "study", "tuned", "fallback"]
@@ -25,8 +27,11 @@ class Recommendation:
             step, one-off lowering + compile seconds and peak device memory, as measured
             (``None`` for a fallback).
         margin, noise: how far it beat the runner-up (a fraction), and the noise of that
-            comparison; ``None`` when there was none, or the caller's limits moved the
-            pick away from the measured winner.
+            comparison (half its 95% interval's width, a fraction too); ``None`` when there
+            was none, or the caller's limits moved the pick away from the measured winner.
+        verdict: what that comparison concluded (``faster``: a real difference; ``ahead``:
+            ahead here, not shown to hold in every window; ``equal``; ``undecided``: they
+            cannot be told apart; ``behind``, ``slower``), or ``None`` with the margin.
         confirmed: whether it was measured again with the other finalists, in turns.
         measured_at: when the answer was measured (UTC).
         stale_reason: why it is not an exact match (``"jaxlib 0.7.0 → 0.7.1"``, ``"model
@@ -61,6 +66,7 @@ class Recommendation:
     limits: tuple[str, ...] = ()
     study: str | None = None
     steps_per_call: int = 1
+    verdict: str | None = None
 
     @property
     def exact(self) -> bool:
@@ -92,13 +98,31 @@ class Recommendation:
         when = self.measured_at.strftime("%Y-%m-%d %H:%M UTC") if self.measured_at else "?"
         parts = [f"{self.source}, measured {when}"]
         if self.score is not None and self.unit:
-            parts.append(f"{self.score:.4g} {self.unit}")
+            parts.append(units.score(self.score, self.unit))
         if self.margin is not None and self.noise is not None:
-            parts.append(f"{self.margin:+.1%} over the runner-up (noise ±{self.noise:.1%})")
+            parts.append(self._against_runner_up())
         if self.stale_reason:
             parts.append(f"stale: {self.stale_reason}")
         line = f"autoplace: {what} ({'; '.join(parts)})"
         return f"{line}. {self.why}" if self.why else line
+
+    def _against_runner_up(self) -> str:
+        """The margin over the runner-up with its noise, and what it means: a lead only
+        where the comparison found one; a margin inside its noise cannot be told apart."""
+        noise = f"noise ±{units.percent(self.noise)}"
+        said = {
+            "faster": f"{self.margin:+.1%} over the runner-up, a real difference ({noise})",
+            "ahead": f"{self.margin:+.1%} over the runner-up here, not shown to hold in every "
+            f"window ({noise})",
+            "equal": f"as fast as the runner-up ({self.margin:+.1%}, {noise})",
+            "behind": f"behind the runner-up here ({self.margin:+.1%}, {noise})",
+            "slower": f"slower than the runner-up ({self.margin:+.1%}, {noise})",
+        }
+        if self.verdict in said:
+            return said[self.verdict]
+        if self.verdict == "undecided" or abs(self.margin) <= self.noise:  # type: ignore[operator]
+            return f"cannot be told apart from the runner-up here ({self.margin:+.1%}, {noise})"
+        return f"{self.margin:+.1%} over the runner-up ({noise})"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``measured_at`` as ISO 8601)."""

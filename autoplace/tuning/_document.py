@@ -174,6 +174,7 @@ def placement(s: Scored) -> dict[str, Any]:
             "step_samples": m.step_samples,
             "fed_step_s": m.fed_step_s,
             "fed_step_spread": m.fed_step_spread,
+            "fed_step_samples": len(m.fed_step_chunk_s) or None,
             "samples_per_s": m.samples_per_s,
             "fed_samples_per_s": m.fed_samples_per_s,
             "lower_s": m.lower_s,

@@ -322,7 +322,8 @@ def _confirmed(
 ) -> Scored:
     ran = [m for m in ms if m.status == "ok"]
     votes = tuple(s for m in ran if (s := objective.score(m)))
-    return Scored(ran[-1], windows.score(c), votes, tuple(ran))
+    # Its figures are the study's (its deviation from float32 from its first window).
+    return Scored(_latest(ms), windows.score(c), votes, tuple(ran))
 
 
 def _rank(

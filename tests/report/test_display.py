@@ -135,3 +135,61 @@ def test_the_closest_is_said_as_a_ratio_with_its_interval_never_as_a_percentage(
     line = flat.split("against the closest: ")[1]
     assert line.startswith(f"{closest['ratio']:.2f}"[:3]) and " times " in line.split(" (")[0]
     assert "95% interval" in line and "% behind" not in flat
+
+
+class _Glancing(SyntheticBackend):
+    """As a tune ranking on the fed loop measures: the steady step only glanced at, one
+    step right after the first call, slower than the fed loop's timed steps."""
+
+    def measure(self, request):
+        import dataclasses
+
+        m = super().measure(request)
+        if m.step_s is None:
+            return m
+        return dataclasses.replace(m, step_s=m.step_s * 2.4, step_samples=1)
+
+
+def _show(tmp_path, **kwargs):
+    from autoplace import recommendation
+    from autoplace.report import recommendation_report
+
+    result = _tune(tmp_path, **kwargs)
+    buffer = io.StringIO()
+    recommendation_report(recommendation.read(result.out), Console(file=buffer, width=120))
+    return result, buffer.getvalue()
+
+
+def _row(text: str, what: str) -> list[str]:
+    """A row of show's table, its cells."""
+    line = next(line for line in text.splitlines() if line.startswith(f"│ {what} "))
+    return [cell.strip() for cell in line.strip("│").split("│")]
+
+
+def test_show_never_sets_a_glanced_steady_step_beside_the_timed_fed_step(tmp_path):
+    # "steady step 1.15 ms, spread - (timed once)" beside a 560 µs fed step: both of the
+    # latest window, but the steady loop only glanced at; the fed loop, ranked on, timed.
+    result, text = _show(tmp_path, backend=_Glancing())
+    fig = result.document["recommendation"]["figures"]
+    assert fig["step_s"] > fig["fed_step_s"] and fig["step_samples"] == 1
+    assert fig["fed_step_samples"] >= 3  # the fed loop's chunks, recorded
+    assert "figures of its latest window, a fresh process" in text
+    step = _row(text, "steady step")
+    assert step[1] == "not timed" and units.seconds(fig["step_s"]) in step[2]
+    fed = _row(text, "fed step")
+    assert fed[1] == f"{units.seconds(fig['fed_step_s'])} ± {units.percent(fig['fed_step_spread'])}"
+    assert _row(text, "samples/s (fed)")[1] == units.rate(fig["fed_samples_per_s"])
+    windows = len(fig["score_votes"])
+    assert f"its {windows} windows" in _row(text, "score")[2]  # another source, said
+
+
+def test_show_gives_a_lower_precision_picks_deviation_from_float32(tmp_path):
+    # "vs float32 -" for a bfloat16 pick: only its first window compares with float32, and
+    # the file took the figures of its last window, which does not.
+    from synthetic import bfloat16_ahead
+
+    result, text = _show(tmp_path, backend=SyntheticBackend(slowdown=bfloat16_ahead(0.3)))
+    rec = result.document["recommendation"]
+    assert rec["precision"] == "bfloat16" and rec["windows"] >= 2
+    assert rec["figures"]["deviation_vs_float32"] == 0.001  # the synthetic deviation
+    assert _row(text, "vs float32")[1] == "0.1%"

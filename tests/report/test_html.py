@@ -199,22 +199,44 @@ def test_the_figure_optuna_dashboard_shows_reads_well(tuned):
     figure.write_html(note, include_plotlyjs=True)
     [drawn] = seen(note)
     assert_reads_well(drawn)
-    names = {t.name for t in figure.data if t.showlegend is not False}
-    assert names == {m.label for m in result.explanation.models.values()}  # every arm, once
+    names = [t.name for t in figure.data if t.showlegend is not False]
+    arms = {m.label for m in result.explanation.models.values()}
+    best = result.best.measurement
+    pick = f"pick: {best.device} b={best.batch_size} {best.precision} w={best.width}"
+    assert sorted(names) == sorted([*arms, pick])  # every arm, once, and the pick
 
 
 def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_it():
+    from autoplace.explaining import explain_figures
+    from autoplace.report._html import _roofline
+
+    figures, explanation = _arms_with_limits()
+    fig = _roofline(explanation)
+    roofs = [t for t in fig.data if t.mode == "lines"]
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert len(roofs) == 2 and len(points) == 2
+    assert max(roofs[0].y) in (1e11, 5e10)  # flat at the peak past the ridge
+    assert points[0].x[0] == pytest.approx(40.0)  # 2e5 FLOPs / 5e3 bytes per sample
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "overhead-bound" in points[0].name
+    winner, other = (m for c, m in figures.items() if c.batch_size == 32)
+    assert _roofline(explain_figures(figures, winner, [other])) is None  # no limits, no plot
+
+
+def _arms_with_limits():
+    """float32 and bfloat16 on one device at three batches, the machine's limits measured,
+    float32 the winner: the roofline's roofs come sorted by name (bfloat16 first), its
+    points winner first (float32 first)."""
     from autoplace import Config, Measurement
     from autoplace.explaining import explain_figures
     from autoplace.limits import DeviceLimits, Figure, MachineLimits
-    from autoplace.report._html import _roofline
 
     def ran(b, precision):
         t = 5e-4 + 1e-6 * b
         return Config("cpu:0", b, precision), Measurement(
             "ok", "", "cpu:0", b, precision, None, step_s=t, step_spread=0.01, step_samples=5,
             fed_step_s=t, fed_step_spread=0.01, fed_step_chunk_s=(t,) * 5,
-            fed_samples_per_s=b / t, flops=2e5 * b, bytes_accessed=5e3 * b,
+            fed_samples_per_s=b / t, flops=2e5 * b, bytes_accessed=5e3 * b, peak_bytes=4096 * b,
         )  # fmt: skip
 
     figures = dict(ran(b, p) for b in (8, 16, 32) for p in ("float32", "bfloat16"))
@@ -224,13 +246,152 @@ def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_i
     limits = MachineLimits((device,), {}, "2026-11-25T05:00:00+00:00")
     winner = figures[Config("cpu:0", 32, "float32")]
     other = figures[Config("cpu:0", 32, "bfloat16")]
-    explanation = explain_figures(figures, winner, [other], limits=limits)
-    fig = _roofline(explanation)
-    roofs = [t for t in fig.data if t.mode == "lines"]
-    points = [t for t in fig.data if t.mode == "markers"]
-    assert len(roofs) == 2 and len(points) == 2
-    assert max(roofs[0].y) in (1e11, 5e10)  # flat at the peak past the ridge
-    assert points[0].x[0] == pytest.approx(40.0)  # 2e5 FLOPs / 5e3 bytes per sample
-    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    assert "overhead-bound" in points[0].name
-    assert _roofline(explain_figures(figures, winner, [other])) is None  # no limits, no plot
+    return figures, explain_figures(figures, winner, [other], limits=limits)
+
+
+def test_a_precision_has_one_colour_for_its_roof_its_points_and_in_every_figure():
+    # The roofline drew bfloat16's roof in float32's colour and the other way round.
+    from autoplace.explaining import throughput_figure
+    from autoplace.report._html import _memory, _roofline
+
+    figures, explanation = _arms_with_limits()
+    colours: dict[str, set[str]] = {"float32": set(), "bfloat16": set()}
+    for trace in _roofline(explanation).data:
+        precision = trace.name.split()[1]  # "cpu:0 float32 roof (...)", "cpu:0 float32 batch"
+        colours[precision].add(trace.line.color if trace.mode == "lines" else trace.marker.color)
+    for fig in (throughput_figure(explanation, list(figures.values())),
+                _memory(explanation, list(figures.values()), {})):  # fmt: skip
+        for trace in fig.data:
+            if trace.name.startswith("pick"):
+                continue
+            precision = trace.name.split()[1].rstrip(":")  # "cpu:0 float32", its label
+            colours[precision].add(trace.marker.color or trace.line.color)
+    assert len(colours["float32"]) == 1 and len(colours["bfloat16"]) == 1, colours
+    assert colours["float32"] != colours["bfloat16"]
+
+
+def test_the_pick_is_starred_at_its_batch_on_the_throughput_plot():
+    from autoplace.explaining import throughput_figure
+
+    figures, explanation = _arms_with_limits()
+    fig = throughput_figure(explanation, list(figures.values()))
+    [pick] = [t for t in fig.data if t.name.startswith("pick")]
+    assert pick.name == "pick: cpu:0 b=32 float32" and pick.showlegend is not False
+    [float32] = [t for t in fig.data if t.name == "cpu:0 float32" and t.mode == "markers"]
+    at = list(float32.x).index(32)
+    assert (pick.x[0], pick.y[0]) == (32, float32.y[at])  # on the pick's own point
+    assert pick.marker.symbol not in {t.marker.symbol for t in fig.data if t is not pick}
+
+
+def test_the_figures_write_numbers_as_the_terminal_does():
+    # Plotly's own "%{y:.4s}" wrote 122.0k where the terminal writes 122.03 k.
+    from autoplace import units
+    from autoplace.explaining import throughput_figure
+    from autoplace.report._html import _memory, _roofline
+
+    figures, explanation = _arms_with_limits()
+    fig = throughput_figure(explanation, list(figures.values()))
+    axis = fig.layout.yaxis
+    assert list(axis.ticktext) == [units.rate(v) for v in axis.tickvals]
+    [float32] = [t for t in fig.data if t.name == "cpu:0 float32" and t.mode == "markers"]
+    for y, text in zip(float32.y, float32.hovertext, strict=True):
+        assert f": {units.rate(y)} samples/s" in text
+    memory = _memory(explanation, list(figures.values()), {}).layout.yaxis
+    assert list(memory.ticktext) == [units.size(v) for v in memory.tickvals]
+    roof = _roofline(explanation).layout.yaxis
+    assert list(roof.ticktext) == [units.rate(v) for v in roof.tickvals]
+
+
+def _finalist(fed, step, chunks, put):
+    from autoplace import Measurement
+
+    return Measurement(
+        "ok", "", "cpu:0", 4096, "bfloat16", None, step_s=step, step_samples=chunks,
+        fed_step_s=fed, fed_step_spread=0.05, transfer_s=put, batch_bytes=6_400_000,
+        lower_s=0.05, compile_s=1.5, first_call_s=0.04,
+    )  # fmt: skip
+
+
+def test_the_per_step_bar_splits_the_fed_step_into_compute_and_feeding():
+    # "one put of 6.1 MiB alone takes 14.4 ms of the 12.4 ms fed step" drew a bar of 100%
+    # put and no compute: the put timed alone overlaps the step in the loop.
+    from autoplace.report._html import _costs, _costs_notes
+
+    timed = _finalist(fed=12.4e-3, step=4e-3, chunks=5, put=14.4e-3)
+    rough = _finalist(fed=1.05e-3, step=0.6e-3, chunks=1, put=0.2e-3)  # a glance
+    slower = _finalist(fed=1.05e-3, step=1.3e-3, chunks=1, put=0.2e-3)  # a glance > fed
+    fig = _costs([timed, rough, slower])
+    per_step = {t.name.split(":")[0]: t for t in fig.data if t.xaxis == "x2"}
+    assert set(per_step) == {"compute", "feeding", "fed step, whole"}  # no share for a put
+    compute, feeding, whole = (per_step[k].y for k in ("compute", "feeding", "fed step, whole"))
+    assert list(compute) == pytest.approx([4e-3, 0.6e-3, 0.0])  # the steady step
+    assert [sum(parts) for parts in zip(compute, feeding, whole, strict=True)] == pytest.approx(
+        [12.4e-3, 1.05e-3, 1.05e-3]
+    )  # each bar is its fed step
+    assert list(whole) == pytest.approx([0.0, 0.0, 1.05e-3])  # no impossible share
+    assert list(per_step["compute"].marker.pattern.shape) == ["", "/", ""]  # rough: hatched
+    notes = " ".join(_costs_notes([timed, rough, slower]))
+    assert "one put of 6.1 MiB timed alone takes 14.4 ms, longer than the whole 12.4 ms" in notes
+    assert "timed once (600 µs;" in notes and "rough (hatched)" in notes
+    assert "timed once (1.3 ms, right after the first call), longer than the whole 1.05 ms" in notes
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A quick tune: float32 and bfloat16 at three batches, finalists confirmed."""
+    from autoplace.tuning import read_study
+
+    tmp = tmp_path_factory.mktemp("small")
+    (tmp / "m.py").write_text("# synthetic\n")
+    result = autoplace.tune(
+        tmp / "m.py",
+        batch_sizes=(8, 64, 512),
+        precisions=("float32", "bfloat16"),
+        strategy=autoplace.Grid(),
+        confirm=2,
+        storage=f"journal:///{tmp / 's.log'}",
+        out=tmp / "autoplace.toml",
+        backend=SyntheticBackend(),
+    )
+    return result, read_study(result.out)
+
+
+def _rows(page: str) -> list[list[str]]:
+    body = page.split('<table id="measurements">')[1].split("<tbody>")[1].split("</tbody>")[0]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in body.split("</tr>") if row]
+
+
+def test_the_table_writes_each_figure_as_the_terminal_does_and_keeps_the_raw_to_sort(small):
+    from autoplace import units
+    from autoplace.report._html import render
+
+    _, view = small
+    page = render(view)
+    rows = {(r[1], r[2]): r for r in _rows(page)}
+    for c, m in view.standing.figures.items():
+        row = rows[(str(c.batch_size), c.precision)]
+        assert row[5] == html.escape(units.rate(m.fed_samples_per_s))  # "122.03 k"
+        assert row[6] == units.seconds(m.fed_step_s) and row[13] == units.size(m.peak_bytes)
+        assert f'data-v="{m.fed_samples_per_s!r}"' in page  # the raw figure sorts
+    table = page.split('<table id="measurements">')[1]
+    assert not re.search(r">[^<]*\de[+-]\d", table)  # no 3.032e+05
+
+
+def test_every_bfloat16_row_shows_a_deviation_from_float32(small):
+    # Only a finalist's first window compares with float32 (the search never does): the
+    # column was empty for every bfloat16 row the search alone measured.
+    from autoplace import units
+    from autoplace.report._html import render
+
+    _, view = small
+    rows = [r for r in _rows(render(view)) if r[2] == "bfloat16"]
+    own = {c.batch_size: m.deviation_vs_float32 for c, m in view.standing.figures.items()
+           if c.precision == "bfloat16" and m.deviation_vs_float32 is not None}  # fmt: skip
+    assert own and len(own) < len(rows)  # some compared, some searched only
+    for row in rows:
+        batch, shown = int(row[1]), row[14]
+        if batch in own:
+            assert shown == units.percent(own[batch])
+        else:
+            compared = max(own, key=own.__getitem__)
+            assert shown == f"{units.percent(own[compared])} (at batch {compared})"
