@@ -391,3 +391,12 @@ def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
     alone = autoplace.tune(env.model, storage=url, out=None, backend=backend, **SPACE)
     assert alone.study_name == searched.study_name.replace("-w64-128", "")
     assert alone.best.config.width == 64
+
+
+@pytest.mark.parametrize("name", ["gone.db", "gone.log"])
+def test_a_look_up_in_a_study_file_that_is_not_there_makes_none(env, tmp_path, name):
+    with pytest.raises(NoAnswerError):
+        env(storage=str(tmp_path / name), on_miss="raise")
+    assert not (tmp_path / name).exists()
+    assert env(storage=str(tmp_path / name), on_miss="fallback").source == "fallback"
+    assert not (tmp_path / name).exists()
