@@ -59,6 +59,27 @@ class Faulty(SyntheticBackend):
         return super().measure_together(requests)
 
 
+def raised_unless_hung(server: Server, action) -> BaseException:
+    """What ``action()`` raises, run aside while ``server`` may be silent: a hang is what
+    the caller looks for, so it gets generous time (not a speed), then the proxy forwards
+    again and the action must have ended with a failure."""
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as exc:
+            ended.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=300)
+    server.proxy.set_mode("pass")
+    thread.join()
+    (error,) = ended
+    return error
+
+
 def trials_of(url: str, name: str) -> list:
     with storage_at(url) as storage:
         return optuna.load_study(study_name=name, storage=storage).trials
@@ -122,20 +143,7 @@ def test_a_server_that_accepts_and_never_answers_at_start_is_waited_for_within_b
     monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 2)
     server.proxy.set_mode("silent")
     heard: list[str] = []
-    ended: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            open_storage(server.url, on_wait=heard.append)
-        except BaseException as exc:
-            ended.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=300)  # generous: a hang is what this looks for, not a speed
-    server.proxy.set_mode("pass")
-    thread.join()
-    (error,) = ended
+    error = raised_unless_hung(server, lambda: open_storage(server.url, on_wait=heard.append))
     assert isinstance(error, StorageFaultError) and "did not answer" in str(error)
     shown = mask_url(normalize_url(server.url))
     assert any(line.endswith(f": no answer yet from {shown}") for line in heard), heard
@@ -177,21 +185,10 @@ def test_a_silent_server_is_a_fault_not_a_hang(server, study_name, tmp_path, mon
     monkeypatch.setattr(storages, "STATEMENT_TIMEOUT_S", 2.0)
     monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 2)
     heard: list[str] = []
-    ended: list[BaseException] = []
-
-    def run() -> None:
-        backend = Faulty(lambda: server.proxy.set_mode("silent"))
-        try:
-            tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
-        except BaseException as exc:
-            ended.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=300)  # generous: a hang is what this looks for, not a speed
-    server.proxy.set_mode("pass")
-    thread.join()
-    (error,) = ended
+    backend = Faulty(lambda: server.proxy.set_mode("silent"))
+    error = raised_unless_hung(
+        server, lambda: tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+    )
     assert isinstance(error, StorageFaultError) and "\n" not in str(error)
     assert "did not answer" in str(error) and "kept in" in str(error)
     assert any("waiting for the storage" in line for line in heard), heard
