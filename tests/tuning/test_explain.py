@@ -96,8 +96,8 @@ def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
     from autoplace import Config
     from autoplace.study import OptunaStudyLog, close_storage, open_storage
 
-    _, out, result = tuned(tmp_path)
     url = f"sqlite:///{tmp_path / 's.db'}"
+    _, out, result = tuned(tmp_path, storage=url)  # the study explain and report read
     storage = open_storage(url)
     log = OptunaStudyLog(
         storage,
