@@ -76,9 +76,11 @@ def recommend(
     r = request
     mf = ModelFile.at(r.model_file)
     if r.storage is not None:  # another program's SQLite file is never made a study storage
-        from autoplace.study import normalize_url, refuse_foreign_tables
+        from autoplace.study import check_storage_url, refuse_foreign_tables, refuse_unreachable
 
-        refuse_foreign_tables(normalize_url(r.storage))
+        url = check_storage_url(r.storage)  # and no storage that cannot be one is waited on
+        refuse_foreign_tables(url)
+        refuse_unreachable(url)
     cache = Cache(r.cache_dir)
     devices = machine_devices(cache, backend)
     model = {"path": str(mf.path), "sha256": mf.sha256}

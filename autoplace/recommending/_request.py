@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from autoplace.config import Config
 from autoplace.errors import BadInputError
+from autoplace.study import check_study_name
 from autoplace.units import MOST_DEVIATION
 
 OnMiss = Literal["tune", "fallback", "raise"]
@@ -90,6 +91,8 @@ class RecommendRequest:
             raise BadInputError(f"--max-age must be 0 or more seconds, got {self.max_age_s:g}")
         if self.study is not None and not self.study.strip():
             raise BadInputError("--study is empty: give a name, or leave --study out for all")
+        if self.study is not None:
+            check_study_name(self.study)
         _ = self.run  # a bad objective or run length fails now
 
     @property

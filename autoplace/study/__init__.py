@@ -17,16 +17,22 @@ from autoplace.study._foreign import refuse_foreign_tables
 from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
 from autoplace.study._storage import (
     DEFAULT_DB,
+    MAX_STUDY_NAME,
     ask_storage,
+    check_storage_url,
+    check_study_name,
     close_storage,
     default_url,
+    missing_study_file,
     open_storage,
+    refuse_unreachable,
     storage_at,
 )
 from autoplace.study._url import mask_url, normalize_url
 
 __all__ = [
     "DEFAULT_DB",
+    "MAX_STUDY_NAME",
     "History",
     "OptunaStudyLog",
     "StoredPhase",
@@ -34,13 +40,17 @@ __all__ = [
     "Ticket",
     "answers_ending",
     "ask_storage",
+    "check_storage_url",
+    "check_study_name",
     "close_storage",
     "default_url",
     "find_answer",
     "mask_url",
+    "missing_study_file",
     "normalize_url",
     "open_storage",
     "refuse_foreign_tables",
+    "refuse_unreachable",
     "storage_at",
     "study_names",
 ]

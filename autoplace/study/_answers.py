@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autoplace.study._log import ANSWER_ATTR
-from autoplace.study._storage import ask_storage, storage_at
+from autoplace.study._storage import ask_storage, missing_study_file, storage_at
 
 
 def find_answer(
@@ -17,9 +17,12 @@ def find_answer(
     on_wait: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
     """The answer kept with study ``name`` in the storage at ``url`` or, without a name,
-    with the one study whose name ends with ``suffix``; ``None`` when there is none. A
-    server that is away is waited for as a tune waits (``on_wait`` hears a line)."""
-    with storage_at(url, on_wait=on_wait) as storage:
+    with the one study whose name ends with ``suffix``; ``None`` when there is none (a
+    study file that is not there is not made). A server that is away is waited for as a
+    tune waits (``on_wait`` hears a line)."""
+    if missing_study_file(url) is not None:
+        return None
+    with storage_at(url, on_wait=on_wait, reading=True) as storage:
         names = study_names(storage, url)
         chosen = [name] if name is not None else [n for n in names if n.endswith(suffix)]
         if len(chosen) != 1 or chosen[0] not in names:
@@ -37,8 +40,8 @@ def answers_ending(
 ) -> dict[str, dict[str, Any]]:
     """The answers kept with every study in the storage at ``url`` whose name ends with
     ``suffix``, by study name (a file's studies of one objective on one machine: one per
-    workload and set of widths searched). A server that is away is waited for as a tune
-    waits (``on_wait`` hears a line)."""
+    workload and set of widths searched; none from a study file that is not there). A
+    server that is away is waited for as a tune waits (``on_wait`` hears a line)."""
 
     def answers(storage: Any) -> dict[str, dict[str, Any]]:
         found = {}
@@ -50,7 +53,9 @@ def answers_ending(
                     found[study.study_name] = answer
         return found
 
-    with storage_at(url, on_wait=on_wait) as storage:
+    if missing_study_file(url) is not None:
+        return {}
+    with storage_at(url, on_wait=on_wait, reading=True) as storage:
         return ask_storage(storage, url, answers)
 
 

@@ -6,14 +6,19 @@ or silent past the timeouts of :mod:`._storage`), a lock another process holds, 
 wait or a deadlock. A call that meets one is tried again with backoff for up to
 :data:`PATIENCE_S` (:func:`retry`), its ``on_wait`` told meanwhile. A fault that no wait
 mends ends at once: a full disk, a damaged database file, refused credentials, a missing
-database. Either way the user reads one line (:func:`fault_error`) naming the storage,
-without its credentials, and the driver's own cause, never Optuna's wrapper around it
-("invalid data ... e.g. exceeding max length", which blames the data).
+database. So does, while a storage is being opened (before a run has stored anything), an
+address that is :func:`unreachable`: nothing listens there, or no host has that name, a
+typo far more often than an outage. Either way the user reads one line
+(:func:`fault_error`) naming the storage, without its credentials, and the driver's own
+cause, never Optuna's wrapper around it ("invalid data ... e.g. exceeding max length",
+which blames the data).
 """
 
 from __future__ import annotations
 
 import errno
+import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,13 +45,15 @@ def retry(
     on_wait: Callable[[float, BaseException | None], None] | None = None,
     before_retry: Callable[[], None] | None = None,
     patience_s: float | None = None,
+    give_up: Callable[[BaseException], object] | None = None,
 ) -> _T:
     """``action()``, tried again with backoff (0.1 s doubling to :data:`MAX_DELAY_S`) while
     its failure is :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`);
-    its last failure is raised as it came. ``on_wait(seconds waited, last failure)`` hears
-    of each wait past the first second, and every :data:`TICK_S` while one try hangs (the failure
-    is then the last one, or ``None``: a server silent up to its timeout);
-    ``before_retry()`` runs before each new try (a session reset)."""
+    its last failure is raised as it came, at once where ``give_up(failure)`` is true.
+    ``on_wait(seconds waited, last failure)`` hears of each wait past the first second, and
+    every :data:`TICK_S` while one try hangs (the failure is then the last one, or
+    ``None``: a server silent up to its timeout); ``before_retry()`` runs before each new
+    try (a session reset)."""
     patience = PATIENCE_S if patience_s is None else patience_s
     start, delay = time.monotonic(), 0.1
     with _Ticker(start, on_wait) as ticker:
@@ -55,7 +62,7 @@ def retry(
                 return action()
             except Exception as exc:
                 waited = time.monotonic() - start
-                if not transient(exc) or waited >= patience:
+                if not transient(exc) or waited >= patience or (give_up and give_up(exc)):
                     raise
                 if waited >= _QUIET_S:
                     ticker.tell(waited, exc)
@@ -106,6 +113,43 @@ class _Ticker:
                 self.tell(now - self._start, self._exc)
 
 
+Unreachable = Literal["refused", "unknown host"]
+#: What the drivers say of an address nothing listens at (libpq, for psycopg, says it in
+#: words only; PyMySQL and redis-py keep the OSError) and of a host name no DNS knows.
+_REFUSED_TEXT = "connection refused"
+_UNKNOWN_HOST_TEXT = (
+    "name or service not known",
+    "no address associated with hostname",
+    "nodename nor servname provided",
+)
+_UNKNOWN_HOST_ERRNOS = frozenset(
+    code
+    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)
+
+
+def unreachable(exc: BaseException) -> Unreachable | None:
+    """Whether ``exc`` says that a server's address leads nowhere: ``"refused"`` (nothing
+    listens at that host and port: ECONNREFUSED) or ``"unknown host"`` (no host has that
+    name: the resolver's definite no, not its "try again"). ``None`` for everything else,
+    a timeout, a reset or a server that accepted and then failed included."""
+    for c in causes(exc):
+        if isinstance(c, ConnectionRefusedError) or (
+            isinstance(c, OSError) and c.errno == errno.ECONNREFUSED
+        ):
+            return "refused"
+        if isinstance(c, socket.gaierror) and c.errno in _UNKNOWN_HOST_ERRNOS:
+            return "unknown host"
+        if _module(c) == "psycopg":  # libpq's message: no errno, no SQLSTATE
+            text = str(c).lower()
+            if _REFUSED_TEXT in text:
+                return "refused"
+            if any(s in text for s in _UNKNOWN_HOST_TEXT):
+                return "unknown host"
+    return None
+
+
 def transient(exc: BaseException) -> bool:
     """Whether a storage's failure may pass if tried again (see the module docstring)."""
     return kind(exc) in ("locked", "away")
@@ -153,6 +197,8 @@ _CREDENTIALS = (
     "without any password configured",
     "invalid username-password",
 )
+#: PostgreSQL refusing a connection to a database or a role it does not have.
+_PG_MISSING = re.compile(r'\b(?:database|role) "[^"]*" does not exist')
 _FULL = ("database or disk is full", "no space left on device", "disk quota exceeded")
 _DAMAGED = ("database disk image is malformed", "file is not a database", "file is encrypted")
 
@@ -171,7 +217,7 @@ def _lasting(cause: BaseException) -> Kind | None:
     if _module(cause) == "pymysql" and _mysql_code(cause) in _MYSQL_CREDENTIALS:
         return "credentials"
     sqlstate = str(getattr(cause, "sqlstate", None) or "")
-    missing = "database" in text and "does not exist" in text  # PostgreSQL's, at connect
+    missing = _PG_MISSING.search(text) is not None  # PostgreSQL's, at connect: no SQLSTATE
     if sqlstate.startswith("28") or missing or any(s in text for s in _CREDENTIALS):
         return "credentials"
     return None
@@ -201,10 +247,16 @@ def _passing(cause: BaseException) -> Kind | None:
     return None
 
 
-def waiting_line(waited: float, exc: BaseException | None, scrub: Callable[[str], str]) -> str:
-    """The progress line while a fault is waited for: ``waiting for the storage (12 s): ...``."""
-    why = scrub(cause(exc)) if exc is not None else "no answer yet"
-    return f"waiting for the storage ({waited:.0f} s): {why}"
+def waiting_line(
+    waited: float, exc: BaseException | None, scrub: Callable[[str], str], shown: str
+) -> str:
+    """The progress line while a fault is waited for, saying until when:
+    ``waiting for the storage (12 s, trying until 60 s): <the driver's cause>``, or ``no
+    answer yet from <shown>`` while a try hangs (``shown``: the URL, no credentials); past
+    the patience, the try under way is the last (it ends by its timeout)."""
+    why = scrub(cause(exc)) if exc is not None else f"no answer yet from {shown}"
+    until = f"trying until {PATIENCE_S:.0f} s" if waited < PATIENCE_S else "the last try"
+    return f"waiting for the storage ({waited:.0f} s, {until}): {why}"
 
 
 def cause(exc: BaseException) -> str:

@@ -44,26 +44,36 @@ def sqlite_path(url: str) -> Path | None:
     return None
 
 
+def sqlite_tables(path: Path) -> set[str] | None:
+    """The tables of the SQLite file at ``path`` (SQLite's own left out), read-only;
+    ``None`` when it is not a SQLite file or cannot be read now (held locked, unreadable:
+    opening the storage says why, or waits for it)."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(16)
+        if header not in (b"SQLite format 3\x00", b""):  # an empty file is an empty database
+            return None
+        # A file held locked is not waited for here (silently): opening the storage waits
+        # for it, saying so.
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
+        try:
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            return {name for (name,) in rows if not name.startswith("sqlite_")}
+        finally:
+            connection.close()
+    except (OSError, sqlite3.Error):
+        return None
+
+
 def refuse_foreign_tables(url: str) -> None:
     """Raise :class:`StorageError` when ``url`` names an existing SQLite file holding tables
     but no Optuna storage (another program's database). Nothing is written to the file."""
     path = sqlite_path(url)
     if path is None or not path.is_file() or path.stat().st_size == 0:
         return
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                return  # not SQLite at all: opening the storage says so
-        # A file held locked is not waited for here (silently): opening the storage waits
-        # for it, saying so.
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
-        try:
-            rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            tables = {name for (name,) in rows if not name.startswith("sqlite_")}
-        finally:
-            connection.close()
-    except (OSError, sqlite3.Error):
-        return  # unreadable: opening the storage says why
+    tables = sqlite_tables(path)
+    if tables is None:
+        return  # not SQLite at all, or unreadable: opening the storage says why
     foreign = sorted(tables - OPTUNA_TABLES)
     if foreign and "version_info" not in tables:  # an Optuna storage has it, whatever else
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""

@@ -39,7 +39,7 @@ from autoplace.measurement import Measurement
 from autoplace.study import _spill
 from autoplace.study._faults import fault_error, from_storage, retry, transient, waiting_line
 from autoplace.study._owner import Owner
-from autoplace.study._storage import reset_session
+from autoplace.study._storage import check_study_name, reset_session
 from autoplace.study._url import file_path, mask_url, scrub, storage_key
 
 #: How a phase is stored: the search's quick measurements, a confirmation (a duel is a
@@ -251,7 +251,7 @@ class OptunaStudyLog:
     ) -> None:
         import optuna
 
-        self.name, self._storage, self._url = name, storage, url
+        self.name, self._storage, self._url = check_study_name(name), storage, url
         self._stale_after_s, self._since = stale_after_s, since
         self._on_wait, self._read_only = on_wait, read_only
         self._owner = Owner.here()
@@ -852,7 +852,7 @@ class OptunaStudyLog:
 
     def _waiting(self, waited: float, exc: BaseException | None) -> None:
         if self._on_wait is not None:
-            self._on_wait(waiting_line(waited, exc, self._scrub))
+            self._on_wait(waiting_line(waited, exc, self._scrub, mask_url(self._url)))
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self._url)

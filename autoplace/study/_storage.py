@@ -13,6 +13,14 @@ adds is at the edges: a server that does not answer is a fault, not a hang (ever
 connection waits at most :data:`CONNECT_TIMEOUT_S` to open and :data:`STATEMENT_TIMEOUT_S`
 for an answer, on every server), each fault is retried by :mod:`._faults`, and a file
 storage is checked before anything is measured (a disk with no room, a damaged file).
+
+What cannot be a study storage at all ends at once, in one line, before anything is
+measured: an in-memory SQLite database (the study would end with the process), a study
+name longer than the storages keep, a server address that leads nowhere when the storage
+is opened (nothing listens there, no host has that name: a typo far more often than an
+outage, which a run that has begun waits for). A command that only reads (``explain``,
+``report``, a launcher's look-up) opens with ``reading=True``: it never creates a study
+file, nor the tables in one, and a SQLite file is opened read-only.
 """
 
 from __future__ import annotations
@@ -29,15 +37,20 @@ from typing import Any, TypeVar
 
 from autoplace._atomic import probe_room
 from autoplace._host import lock_dir
-from autoplace.errors import StorageError
+from autoplace._paths import shown as shown_path
+from autoplace.errors import BadInputError, StorageError
 from autoplace.study._faults import (
+    Unreachable,
+    cause,
     fault_error,
     from_storage,
     kind,
     retry,
     transient,
+    unreachable,
     waiting_line,
 )
+from autoplace.study._foreign import sqlite_tables
 from autoplace.study._url import file_path, mask_url, normalize_url, scrub
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
@@ -46,6 +59,16 @@ DEFAULT_DB = Path("studies") / "autoplace.db"
 #: accepts connections and never answers is retried, then reported, never waited on forever.
 CONNECT_TIMEOUT_S = 10
 STATEMENT_TIMEOUT_S = 20.0
+#: The longest study name a storage keeps: Optuna's RDB schema stores it in a
+#: ``VARCHAR(512)`` column (``studies.study_name``, ``MAX_INDEXED_STRING_LENGTH`` in
+#: ``optuna/storages/_rdb/models.py``), which PostgreSQL and MySQL enforce. SQLite, Journal
+#: files and Redis would keep a longer one, but a study must fit any storage it may be
+#: copied to (``optuna copy-study``), so one limit holds for all.
+MAX_STUDY_NAME = 512
+#: How long :func:`refuse_unreachable` waits for a connection to open or be refused.
+_PROBE_S = 1.0
+#: The port each server listens at when its URL names none.
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "redis": 6379}
 
 _T = TypeVar("_T")
 _DRIVERS = {
@@ -70,45 +93,127 @@ def _require(scheme: str) -> None:
             )
 
 
-def open_storage(url: str, *, on_wait: Callable[[str], None] | None = None) -> Any:
+def check_storage_url(url: str) -> str:
+    """``url`` normalised, or :class:`StorageError` for a storage no study can live in,
+    before anything is opened or measured: an in-memory SQLite database (``sqlite://``,
+    ``sqlite:///:memory:``), a server whose driver is not installed."""
+    url = normalize_url(url)
+    scheme = url.split("://", 1)[0]
+    if scheme.startswith("sqlite") and file_path(url) is None:
+        raise StorageError(
+            f"{mask_url(url)} is an in-memory SQLite database: the study would be lost when "
+            "autoplace ends, and every measurement with it; pass a file path, e.g. --storage "
+            "sqlite:///studies/autoplace.db (four slashes for an absolute path)"
+        )
+    _require(scheme)
+    return url
+
+
+def refuse_unreachable(url: str) -> None:
+    """Refuse at once a server URL whose address leads nowhere (nothing listens there, no
+    host has that name: see :func:`unreachable`), for a caller about to start a worker
+    before it waits for the storage to open: one TCP connection, closed unused. Only a
+    definite answer within :data:`_PROBE_S` counts. A URL that is not a plain
+    ``host[:port]`` (a socket path, several hosts, a query) is not looked at here:
+    :func:`open_storage` tells the same apart, later."""
+    import socket
+
+    url = normalize_url(url)
+    scheme = url.split("://", 1)[0].split("+")[0]
+    host, port = _address(url)
+    if scheme not in _DEFAULT_PORTS or "?" in url or "," in url or not host or not port:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), port), timeout=_PROBE_S).close()
+    except OSError as exc:
+        found = unreachable(exc)
+        if found is not None:  # the resolver's words, not "[Errno -2] Name or service..."
+            raise StorageError(_nowhere(url, found, exc.strerror or cause(exc))) from None
+
+
+def check_study_name(name: str) -> str:
+    """``name``, or :class:`BadInputError` when it is longer than a storage keeps (see
+    :data:`MAX_STUDY_NAME`), before anything is stored under it."""
+    if len(name) > MAX_STUDY_NAME:
+        raise BadInputError(
+            f"the study name {name[:20]}... is {len(name)} characters: study names are at "
+            f"most {MAX_STUDY_NAME} characters in this storage and every other (Optuna's "
+            "database schema); pass a shorter --study"
+        )
+    return name
+
+
+def missing_study_file(url: str) -> Path | None:
+    """The SQLite or Journal file ``url`` names when a reader would find no study in it:
+    it is not there, or it is a SQLite file without Optuna's tables (empty). Opening it
+    would create it, or its tables: a reader says so instead. ``None`` for a file that
+    holds a study storage, and for a server."""
+    path = file_path(url)
+    if path is None or not path.is_file():
+        return path
+    if normalize_url(url).startswith("sqlite"):
+        tables = sqlite_tables(path)
+        if tables is not None and "version_info" not in tables:
+            return path
+    return None
+
+
+def open_storage(
+    url: str, *, on_wait: Callable[[str], None] | None = None, reading: bool = False
+) -> Any:
     """An Optuna storage for ``url``; a server that is away is waited for as
-    :func:`autoplace.study._faults.retry` says, ``on_wait`` hearing a line meanwhile.
-    Raises :class:`StorageError` with the fix on failure, in one line without credentials."""
+    :func:`autoplace.study._faults.retry` says, ``on_wait`` hearing a line meanwhile, but
+    one whose address leads nowhere is refused at once (:func:`unreachable`). Raises
+    :class:`StorageError` with the fix on failure, in one line without credentials.
+
+    ``reading``: for a command that only reads; a study file it would have to create (see
+    :func:`missing_study_file`) is refused, and a SQLite file is opened read-only."""
     from optuna.storages import JournalStorage, RDBStorage
     from optuna.storages.journal import JournalFileBackend
 
-    url = normalize_url(url)
+    url = check_storage_url(url)
     scheme = url.split("://", 1)[0]
-    _require(scheme)
     path = file_path(url)
+    if reading:
+        _check_readable(url)
     start = time.monotonic()
+    shown = mask_url(url)
 
     def tell(waited: float, exc: BaseException | None) -> None:
         assert on_wait is not None
-        on_wait(waiting_line(waited, exc, lambda text: scrub(text, url)))
+        on_wait(waiting_line(waited, exc, lambda text: scrub(text, url), shown))
 
-    waiting = tell if on_wait is not None else None
+    def opened(make: Callable[[], Any]) -> Any:
+        return retry(make, on_wait=tell if on_wait is not None else None, give_up=unreachable)
 
     try:
         if scheme == "journal":
             assert path is not None
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _check_journal(path)
+            if not reading:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _check_journal(path)
             return JournalStorage(JournalFileBackend(str(path)))
         if scheme == "redis":
-            return retry(lambda: JournalStorage(_redis_backend(url)), on_wait=waiting)
+            return opened(lambda: JournalStorage(_redis_backend(url)))
         kwargs = _engine_kwargs(url)
+        if path is not None and reading:
+            _check_sqlite(path, reading=True)
+            kwargs = {"creator": _read_only(path)}
+            return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             _check_sqlite(path)
             # Workers started together on a new file would each create its tables.
             with _creating(path):
-                return retry(lambda: RDBStorage(url, engine_kwargs=kwargs), on_wait=waiting)
-        return retry(lambda: RDBStorage(url, engine_kwargs=kwargs), on_wait=waiting)
+                return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
+        return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
     except StorageError:
         raise
     except Exception as exc:
-        shown = mask_url(url)
+        found = unreachable(exc)
+        if found is not None:
+            why = scrub(cause(exc), url)
+            raise StorageError(_nowhere(url, found, why)) from None
         if kind(exc) == "other" and _misread(exc):
             raise StorageError(
                 f"cannot read the storage URL {shown} ({scrub(str(exc).splitlines()[0], url)}): "
@@ -120,6 +225,61 @@ def open_storage(url: str, *, on_wait: Callable[[str], None] | None = None) -> A
         raise fault_error(
             shown, exc, lambda text: scrub(text, url), opened=False, waited_s=waited, place=place
         ) from None
+
+
+def _nowhere(url: str, found: Unreachable, why: str) -> str:
+    """The line for a server address that leads nowhere (``url`` normalised)."""
+    shown = mask_url(url)
+    host, port = _address(url)
+    if found == "unknown host":
+        where = f"no host is named {host}" if host else "its host name is known to no DNS"
+        return f"study storage {shown}: {where} ({why}): check the host in --storage"
+    at = f" at {host}:{port}" if host and port else ""
+    return (
+        f"study storage {shown}: nothing listens{at} ({why}): check the host and port in "
+        "--storage, or start the server"
+    )
+
+
+def _address(url: str) -> tuple[str | None, int | None]:
+    """The host and port a server URL names (the scheme's port when it names none), read
+    without its credentials; ``None`` for what cannot be read."""
+    from urllib.parse import urlsplit
+
+    scheme = url.split("://", 1)[0].split("+")[0]
+    try:
+        parts = urlsplit(mask_url(url))
+        host, port = parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port that is not a number
+        return None, None
+    if host and ":" in host:
+        host = f"[{host}]"
+    return host, port
+
+
+def _check_readable(url: str) -> None:
+    """Refuse, for a reader, a study file it would have to create (or create tables in)."""
+    path = missing_study_file(url)
+    if path is None:
+        return
+    if not path.exists():
+        raise StorageError(
+            f"no study storage at {shown_path(path)}: run `autoplace tune` first, or pass "
+            "--storage where the study is"
+        )
+    raise StorageError(
+        f"{shown_path(path)} holds no study (no Optuna tables in it): run `autoplace tune` "
+        "first, or pass --storage where the study is"
+    )
+
+
+def _read_only(path: Path) -> Callable[[], Any]:
+    """Connections to the SQLite file ``path`` that can only read: nothing a reader does
+    reaches the file (SQLAlchemy would create a missing one, Optuna its missing tables)."""
+    import sqlite3
+
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return lambda: sqlite3.connect(uri, uri=True, check_same_thread=False)
 
 
 def close_storage(storage: Any) -> None:
@@ -159,9 +319,11 @@ def ask_storage(storage: Any, url: str, question: Callable[[Any], _T]) -> _T:
 
 
 @contextlib.contextmanager
-def storage_at(url: str, *, on_wait: Callable[[str], None] | None = None) -> Iterator[Any]:
+def storage_at(
+    url: str, *, on_wait: Callable[[str], None] | None = None, reading: bool = False
+) -> Iterator[Any]:
     """:func:`open_storage` as a context manager that closes the storage afterwards."""
-    storage = open_storage(url, on_wait=on_wait)
+    storage = open_storage(url, on_wait=on_wait, reading=reading)
     try:
         yield storage
     finally:
@@ -278,11 +440,12 @@ def _check_journal(path: Path) -> None:
         )
 
 
-def _check_sqlite(path: Path) -> None:
+def _check_sqlite(path: Path, *, reading: bool = False) -> None:
     """Refuse, before SQLAlchemy turns it into a long traceback and before anything is
-    measured: a file that is not SQLite or is damaged, one in a folder autoplace may not
-    write (SQLite writes a journal beside it), one on a disk with no room left."""
-    for place in (path.parent, path if path.exists() else None):
+    measured: a file that is not SQLite or is damaged, and, unless only ``reading``, one
+    in a folder autoplace may not write (SQLite writes a journal beside it), one on a disk
+    with no room left."""
+    for place in () if reading else (path.parent, path if path.exists() else None):
         if place is not None and not os.access(place, os.W_OK):
             raise StorageError(
                 f"cannot write the study database {path} ({place} is read-only, and SQLite "
@@ -299,7 +462,8 @@ def _check_sqlite(path: Path) -> None:
             "move it away or pass another --storage"
         )
     _check_pages(path)
-    _check_room(path)
+    if not reading:
+        _check_room(path)
 
 
 def _check_pages(path: Path) -> None:

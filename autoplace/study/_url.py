@@ -51,13 +51,15 @@ def normalize_url(url: str) -> str:
 
 
 def file_path(url: str) -> Path | None:
-    """The file a SQLite or Journal storage lives in (``None`` for a server)."""
+    """The file a SQLite or Journal storage lives in (``None`` for a server, and for an
+    in-memory SQLite database: ``sqlite://``, ``sqlite:///:memory:``)."""
     url = normalize_url(url)
     scheme, rest = url.split("://", 1)
     if scheme == "journal":  # journal:///abs/path, and journal:////abs/path as normalized
         return Path("/" + rest.lstrip("/")) if rest.startswith("/") else Path(rest)
-    if scheme.startswith("sqlite") and rest.startswith("/") and rest != "/:memory:":
-        return Path(rest[1:].split("?", 1)[0])
+    name = rest[1:].split("?", 1)[0] if rest.startswith("/") else ""
+    if scheme.startswith("sqlite") and name not in ("", ":memory:"):
+        return Path(name)
     return None
 
 

@@ -22,8 +22,10 @@ from autoplace.study import (
     History,
     OptunaStudyLog,
     ask_storage,
+    check_study_name,
     close_storage,
     default_url,
+    missing_study_file,
     normalize_url,
     open_storage,
     refuse_foreign_tables,
@@ -117,8 +119,13 @@ def read_study(
         run = {}
         url = normalize_url(storage) if storage else default_url()
     obj = make_objective(objective, **run) if run else make_objective(objective)
+    if study is not None:
+        check_study_name(study)
     refuse_foreign_tables(url)
-    opened = _open(url, path if doc is not None and storage is None else None)
+    named_in = path if doc is not None and storage is None else None
+    if named_in is not None:
+        _refuse_gone(url, named_in)
+    opened = _open(url, named_in)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
         history, later, devices, widths, attrs = _read_study(
@@ -233,9 +240,10 @@ def _run_of(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _open(url: str, named_in: Path | None) -> Any:
     """The storage at ``url``; ``named_in``: the recommendation file that named it, which
-    keeps it without credentials (a reader of a shared storage passes their own)."""
+    keeps it without credentials (a reader of a shared storage passes their own). Read
+    only: a study file that is not there is not made (nor tables in one)."""
     try:
-        return open_storage(url)
+        return open_storage(url, reading=True)
     except StorageError as exc:
         if named_in is None:
             raise
@@ -243,6 +251,23 @@ def _open(url: str, named_in: Path | None) -> Any:
             f"{exc} (the storage {named_in} names, kept without credentials: pass --storage "
             "URL to read it with yours)"
         ) from None
+
+
+def _refuse_gone(url: str, named_in: Path) -> None:
+    """Refuse the study file a recommendation file names when it holds no study now (moved,
+    deleted, emptied): reading it would find nothing, and must not create it."""
+    gone = missing_study_file(url)
+    if gone is None:
+        return
+    what = (
+        "is gone (moved or deleted since the tune)"
+        if not gone.exists()
+        else "holds no study (no Optuna tables in it: emptied or replaced since the tune)"
+    )
+    raise BadInputError(
+        f"the study database {shown(gone)} named in {shown(named_in)} {what}: run `autoplace "
+        "tune` again, or pass --storage URL where the study is now"
+    )
 
 
 def _stored_url(doc: dict[str, Any], path: Path) -> str:
@@ -360,10 +385,12 @@ def fill_fit(
             raise BadInputError(
                 f"{path} was made from {model}, which is gone: pass the model file instead"
             )
+        if storage is None:  # measuring into a new, empty study would explain nothing
+            _refuse_gone(options["storage"], path)
     elif options["study"] is None:
         url = normalize_url(storage) if storage else default_url()
         refuse_foreign_tables(url)
-        opened = open_storage(url)
+        opened = open_storage(url, reading=True)
         try:
             options["study"] = _find_study(opened, url, path, workload, objective)
         finally:

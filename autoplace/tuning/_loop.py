@@ -57,12 +57,13 @@ from autoplace.study import (
     OptunaStudyLog,
     StudyLog,
     Ticket,
+    check_storage_url,
     close_storage,
     default_url,
     mask_url,
-    normalize_url,
     open_storage,
     refuse_foreign_tables,
+    refuse_unreachable,
 )
 from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
@@ -151,8 +152,11 @@ def tune(
     if out is not None:  # before any measurement: a late failure would waste them
         check_writable(out, "the recommendation (--out)")
         check_writable(partial_path(out), "the recommendation (--out)")
-    url = normalize_url(r.storage) if r.storage else default_url()
-    refuse_foreign_tables(url)  # another program's SQLite file is never made a study's
+    # Before the worker starts: a storage no study can live in, another program's SQLite
+    # file (never made a study's), a server address that leads nowhere.
+    url = check_storage_url(r.storage) if r.storage else default_url()
+    refuse_foreign_tables(url)
+    refuse_unreachable(url)
     settings = r.measure_settings
     started, clock = dt.datetime.now(dt.timezone.utc), time.monotonic()
     with contextlib.ExitStack() as stack:

@@ -15,6 +15,7 @@ from autoplace._paths import shown
 from autoplace.errors import BadInputError
 from autoplace.objectives import Objective, make_objective
 from autoplace.settings import DEFAULT_STEPS_PER_CALL, MeasureSettings
+from autoplace.study import check_study_name
 from autoplace.tuning._failures import DEFAULT_MAX_DEVIATION
 from autoplace.tuning._quiet import QUIET_WAIT_S, BusyPolicy, check_policy
 from autoplace.tuning._strategies import Strategy
@@ -101,6 +102,8 @@ class TuneRequest:
                 "and `autoplace report` tell it from a model file by its .toml: name it "
                 f"{shown(out.with_suffix('.toml'))}"
             )
+        if self.study is not None:
+            check_study_name(self.study)
         object.__setattr__(self, "if_busy", check_policy(self.if_busy))
         object.__setattr__(self, "steps_per_call", _steps_per_call(self.steps_per_call))
         _ = self.objective_value  # a bad objective or run length fails now, not after set-up

@@ -451,3 +451,12 @@ def test_a_launcher_finds_what_autoplace_tune_measured(tmp_path, monkeypatch, ca
     found = autoplace.recommend(str(model), workload="mlp", on_miss="raise")
     assert found.source == "cache"
     assert (found.batch_size, found.precision) == (picked["batch_size"], picked["precision"])
+
+
+@pytest.mark.parametrize("name", ["gone.db", "gone.log"])
+def test_a_look_up_in_a_study_file_that_is_not_there_makes_none(env, tmp_path, name):
+    with pytest.raises(NoAnswerError):
+        env(storage=str(tmp_path / name), on_miss="raise")
+    assert not (tmp_path / name).exists()
+    assert env(storage=str(tmp_path / name), on_miss="fallback").source == "fallback"
+    assert not (tmp_path / name).exists()

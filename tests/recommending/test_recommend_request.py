@@ -23,6 +23,7 @@ from autoplace import BadInputError, RecommendRequest, recommend
         ({"max_age": -5}, "--max-age must be 0 or more seconds, got -5"),
         ({"max_age": dt.timedelta(seconds=-1)}, "--max-age"),
         ({"study": ""}, "--study is empty"),
+        ({"study": "x" * 600}, "study names are at most 512 characters"),
         ({"objective": "time-to-finish"}, "time-to-finish"),
     ],
 )

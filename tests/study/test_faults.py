@@ -18,8 +18,8 @@ from test_storage import searched, split, tune
 
 import autoplace.study._faults as faults
 import autoplace.study._storage as storages
-from autoplace import StorageFaultError
-from autoplace.study import mask_url, normalize_url, storage_at
+from autoplace import StorageError, StorageFaultError
+from autoplace.study import mask_url, normalize_url, open_storage, storage_at
 from autoplace.study._faults import kind
 
 SERVER_KINDS = [
@@ -59,6 +59,27 @@ class Faulty(SyntheticBackend):
         return super().measure_together(requests)
 
 
+def raised_unless_hung(server: Server, action) -> BaseException:
+    """What ``action()`` raises, run aside while ``server`` may be silent: a hang is what
+    the caller looks for, so it gets generous time (not a speed), then the proxy forwards
+    again and the action must have ended with a failure."""
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as exc:
+            ended.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=300)
+    server.proxy.set_mode("pass")
+    thread.join()
+    (error,) = ended
+    return error
+
+
 def trials_of(url: str, name: str) -> list:
     with storage_at(url) as storage:
         return optuna.load_study(study_name=name, storage=storage).trials
@@ -81,6 +102,56 @@ def test_an_outage_within_the_patience_is_waited_out_and_said(server, study_name
     assert result.out is not None and len(result.measurements) == 8
     assert any(line.startswith("waiting for the storage (") for line in heard), heard
     assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_refusal_at_start_is_a_typo_and_one_mid_run_an_outage(
+    server, study_name, tmp_path, monkeypatch
+):
+    # Before anything is stored, nothing listening at the address is bad input: one line,
+    # exit code 2, no wait. Once the run has begun, the same refusal is a server away,
+    # waited out.
+    monkeypatch.setattr(faults, "PATIENCE_S", 20.0)
+    server.proxy.down()
+    heard: list[str] = []
+    backend = SyntheticBackend()
+    with pytest.raises(StorageError) as info:
+        tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+    message = str(info.value)
+    assert info.value.exit_code == 2 and "\n" not in message
+    assert f"nothing listens at {server.proxy.url_host}" in message
+    assert "check the host and port in --storage, or start the server" in message
+    assert heard == [] and backend.measured == []
+    server.proxy.up()
+    back: list[threading.Timer] = []
+    backend = Faulty(lambda: back.append(server.proxy.down_for(3.0)))
+    result = tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+    back[0].join()
+    assert any(line.startswith("waiting for the storage (") for line in heard), heard
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_server_that_accepts_and_never_answers_at_start_is_waited_for_within_bounds(
+    server, monkeypatch
+):
+    # A hung server is not a typo: it is waited for, saying for what and until when, and
+    # the wait ends.
+    monkeypatch.setattr(faults, "PATIENCE_S", 3.0)
+    monkeypatch.setattr(faults, "TICK_S", 1.0)
+    monkeypatch.setattr(storages, "STATEMENT_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 2)
+    server.proxy.set_mode("silent")
+    heard: list[str] = []
+    error = raised_unless_hung(server, lambda: open_storage(server.url, on_wait=heard.append))
+    assert isinstance(error, StorageFaultError) and "did not answer" in str(error)
+    shown = mask_url(normalize_url(server.url))
+    assert any(line.endswith(f": no answer yet from {shown}") for line in heard), heard
+    assert heard and all(
+        line.startswith("waiting for the storage (")
+        and ("s, trying until 3 s): " in line or "s, the last try): " in line)
+        for line in heard
+    ), heard
 
 
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
@@ -114,21 +185,10 @@ def test_a_silent_server_is_a_fault_not_a_hang(server, study_name, tmp_path, mon
     monkeypatch.setattr(storages, "STATEMENT_TIMEOUT_S", 2.0)
     monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 2)
     heard: list[str] = []
-    ended: list[BaseException] = []
-
-    def run() -> None:
-        backend = Faulty(lambda: server.proxy.set_mode("silent"))
-        try:
-            tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
-        except BaseException as exc:
-            ended.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=300)  # generous: a hang is what this looks for, not a speed
-    server.proxy.set_mode("pass")
-    thread.join()
-    (error,) = ended
+    backend = Faulty(lambda: server.proxy.set_mode("silent"))
+    error = raised_unless_hung(
+        server, lambda: tune(server.url, study_name, backend, tmp_path, on_wait=heard.append)
+    )
     assert isinstance(error, StorageFaultError) and "\n" not in str(error)
     assert "did not answer" in str(error) and "kept in" in str(error)
     assert any("waiting for the storage" in line for line in heard), heard
@@ -342,7 +402,9 @@ def test_the_command_on_a_server_gone_for_good_is_one_line_and_resumes_whole(
 def test_a_launchers_look_up_waits_out_an_outage_saying_so(
     server, study_name, tmp_path, monkeypatch
 ):
-    """recommend() reads a team's study as patiently as a tune writes it, and says so."""
+    """recommend() reads a team's study as patiently as a tune writes it, and says so: a
+    server that accepts and does not answer for a while (one that nothing listens at when
+    the look-up starts is a typo, refused at once: the test above)."""
     import autoplace
 
     model = tmp_path / "model.py"
@@ -350,8 +412,12 @@ def test_a_launchers_look_up_waits_out_an_outage_saying_so(
     space = {"batch_sizes": (8, 64), "precisions": ("float32",), "confirm": 1}
     autoplace.tune(model, storage=server.url, study=study_name, out=None,
                    backend=SyntheticBackend(), **space)  # fmt: skip
+    monkeypatch.setattr(storages, "STATEMENT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(storages, "CONNECT_TIMEOUT_S", 1)
     heard: list[str] = []
-    back = server.proxy.down_for(3.0)
+    server.proxy.set_mode("silent")
+    back = threading.Timer(3.0, server.proxy.set_mode, ("pass",))
+    back.start()
     found = autoplace.recommend(
         model,
         storage=server.url,

@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import uuid
+
 import optuna
 import pytest
 from storage_faults import fill, full_disk
 from synthetic import SyntheticBackend
 
 import autoplace
+import autoplace.study._faults as faults
 from autoplace import BadInputError, StorageError
 from autoplace.errors import OutputError
-from autoplace.study import open_storage, storage_at
+from autoplace.study import mask_url, normalize_url, open_storage, storage_at
 
 
 def tune(storage_url, study_name, backend, tmp_path, **kwargs):
@@ -103,17 +108,118 @@ def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
         open_storage(f"sqlite:///{bad}")
 
 
-@pytest.mark.slow  # a second or more: real compiles or a whole tune in process
-def test_unknown_scheme_and_unreachable_server_are_storage_errors(monkeypatch):
-    import autoplace.study._faults as faults
-
+def test_an_unknown_scheme_is_a_storage_error():
     with pytest.raises(StorageError, match="cannot read the storage URL"):
         open_storage("nosuchdb://x/y")
-    monkeypatch.setattr(faults, "PATIENCE_S", 1.0)  # a refused connection is waited for
+
+
+def closed_port() -> int:
+    """A port nothing listens at: bound here, then closed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+#: A server URL of each kind, with a password (never shown), for an address of one's own.
+NOWHERE = {
+    "postgresql": "postgresql://postgres:Hid%2Fden7@{}/test",
+    "mysql": "mysql://root:Hid%2Fden7@{}/test",
+    "redis": "redis://:Hid%2Fden7@{}/0",
+}
+
+
+def unknown_host() -> str:
+    """A host name no one knows (reserved never to exist: RFC 2606), where this machine's
+    resolver says so."""
+    host = "no-such-host.invalid"
+    try:
+        socket.getaddrinfo(host, 1)
+    except socket.gaierror as exc:
+        if exc.errno == socket.EAI_NONAME:
+            return host
+        pytest.skip(f"this machine's resolver cannot tell: {exc}")
+    pytest.skip(f"this machine's resolver knows {host}")
+
+
+@pytest.mark.parametrize("kind", sorted(NOWHERE))
+@pytest.mark.parametrize("where", ["closed port", "unknown host"])
+def test_a_server_address_that_leads_nowhere_is_bad_input_at_once(kind, where, monkeypatch):
+    # Nothing listening, or no such host, at start-up is a typo far more often than an
+    # outage: exit code 2, one line, no wait (an outage mid-run is waited for:
+    # test_faults.py). Told by the driver (open_storage) and before a worker starts.
+    from autoplace.study import refuse_unreachable
+
+    monkeypatch.setattr(faults, "PATIENCE_S", 2.0)  # were it waited for, not for long
+    if where == "closed port":
+        address = f"127.0.0.1:{closed_port()}"
+        said = [f"nothing listens at {address}", "check the host and port in --storage, or start"]
+    else:
+        host = unknown_host()
+        address, said = f"{host}:5", [f"no host is named {host}", "check the host in --storage"]
+    url = NOWHERE[kind].format(address)
     heard: list[str] = []
-    with pytest.raises(autoplace.StorageFaultError, match="did not answer") as info:
-        open_storage("postgresql://postgres@127.0.0.1:1/test", on_wait=heard.append)
-    assert "Connection refused" in str(info.value) and "\n" not in str(info.value)
+    for refuse in (
+        lambda: open_storage(url, on_wait=heard.append),
+        lambda: refuse_unreachable(url),
+    ):
+        with pytest.raises(StorageError) as info:
+            refuse()
+        message = str(info.value)
+        assert info.value.exit_code == 2 and "\n" not in message, message
+        assert all(fragment in message for fragment in said), message
+        assert mask_url(normalize_url(url)) in message and "Hid" not in message
+    assert heard == []  # nothing was waited for
+
+
+@pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://", "sqlite:///:memory:?cache=x"])
+def test_an_in_memory_sqlite_storage_is_refused_in_one_line(url, tmp_path):
+    with pytest.raises(StorageError) as info:
+        open_storage(url)
+    message = str(info.value)
+    assert info.value.exit_code == 2 and "\n" not in message
+    assert "in-memory SQLite database" in message and "lost when autoplace ends" in message
+    assert "pass a file path" in message
+    backend = SyntheticBackend()
+    with pytest.raises(StorageError, match="in-memory"):
+        tune(url, "memory", backend, tmp_path)
+    assert backend.measured == [] and not (tmp_path / "autoplace.toml").exists()
+
+
+def test_tune_on_an_in_memory_sqlite_storage_is_one_line(capsys, tmp_path):
+    from conftest import model
+    from test_cli import assert_one_line_error, run_cli
+
+    code, out, err = run_cli(
+        capsys, "tune", str(model("tiny_mlp")), "--storage", "sqlite:///:memory:",
+        "--out", str(tmp_path / "a.toml"),
+    )  # fmt: skip
+    assert_one_line_error(code, out, err, "sqlite:///:memory:", "in-memory", "pass a file path")
+
+
+def test_a_study_name_longer_than_a_storage_keeps_is_refused_before_measuring(
+    storage_url, tmp_path
+):
+    from autoplace.study import MAX_STUDY_NAME
+
+    backend = SyntheticBackend()
+    with pytest.raises(BadInputError) as info:
+        tune(storage_url, "x" * 600, backend, tmp_path)
+    message = str(info.value)
+    assert info.value.exit_code == 2 and "\n" not in message
+    assert "600 characters" in message and "at most 512 characters" in message
+    assert "pass a shorter --study" in message and "server is up" not in message
+    assert backend.measured == []
+    # The limit is the storages' own (PostgreSQL and MySQL keep no longer a name): one at
+    # the limit is kept whole.
+    longest = f"test-{uuid.uuid4().hex[:12]}-".ljust(MAX_STUDY_NAME, "y")
+    try:
+        assert tune(storage_url, longest, SyntheticBackend(), tmp_path, trials=1).new_trials
+        with storage_at(storage_url) as storage:
+            assert longest in {s.study_name for s in storage.get_all_studies()}
+            assert "x" * 600 not in {s.study_name for s in storage.get_all_studies()}
+    finally:
+        with storage_at(storage_url) as storage, contextlib.suppress(KeyError):
+            optuna.delete_study(study_name=longest, storage=storage)
 
 
 def test_a_study_of_another_model_file_is_refused(storage_url, study_name, tmp_path):
@@ -260,8 +366,6 @@ class _LocksTheDatabase(SyntheticBackend):
 @pytest.mark.slow  # waits out a lock held for seconds
 @pytest.mark.parametrize("hold_s", [1.5, 12.0])
 def test_a_sqlite_file_locked_mid_run_is_waited_for_then_one_line(tmp_path, monkeypatch, hold_s):
-    import autoplace.study._faults as faults
-
     # Patience far over the hold, or far under it: a busy machine may delay the release.
     monkeypatch.setattr(faults, "PATIENCE_S", 120.0 if hold_s < 4.0 else 4.0)
     path = tmp_path / "studies.db"

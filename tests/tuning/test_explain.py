@@ -16,9 +16,9 @@ def tuned(tmp_path, **options):
     model.write_text("# synthetic\n")
     out = tmp_path / "autoplace.toml"
     options = {"precisions": ("float32", "bfloat16"), **options}
+    options.setdefault("storage", f"journal:///{tmp_path / 's.log'}")
     result = autoplace.tune(
         model,
-        storage=f"journal:///{tmp_path / 's.log'}",
         out=out,
         backend=SyntheticBackend(),
         **options,
@@ -136,8 +136,8 @@ def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
     from autoplace import Config
     from autoplace.study import OptunaStudyLog, close_storage, open_storage
 
-    _, out, result = tuned(tmp_path)
     url = f"sqlite:///{tmp_path / 's.db'}"
+    _, out, result = tuned(tmp_path, storage=url)  # the study explain and report read
     storage = open_storage(url)
     log = OptunaStudyLog(
         storage,
@@ -166,3 +166,67 @@ def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
 
     write_report(out, tmp_path / "report.html")
     assert study() == before
+
+
+def _reading_commands(out, tmp_path):
+    """Every way to read the study a recommendation file names: explain, report (its
+    reader), and explain --measure (which would measure into it)."""
+    from autoplace.tuning import read_study
+
+    yield lambda: autoplace.explain(out)
+    yield lambda: read_study(out)
+    yield lambda: fill_fit(out, backend=SyntheticBackend())
+
+
+@pytest.mark.parametrize("name", ["s.db", "s.log"])
+def test_a_recommendation_whose_study_database_is_gone_is_one_line_and_makes_none(
+    tmp_path, capsys, name
+):
+    _, out, _ = tuned(tmp_path, storage=str(tmp_path / name), trials=2)
+    (tmp_path / name).unlink()
+    before = sorted(tmp_path.rglob("*"))
+    for read in _reading_commands(out, tmp_path):
+        with pytest.raises(BadInputError) as info:
+            read()
+        message = str(info.value)
+        assert "\n" not in message and info.value.exit_code == 2
+        assert f"the study database {tmp_path / name} named in {out} is gone" in message
+        assert "run `autoplace tune` again, or pass --storage" in message
+    for command in (["explain"], ["report", "--out", str(tmp_path / "r.html")]):
+        code, printed, err = run_cli(capsys, *command, str(out))
+        assert code == 2 and printed == "" and err.count("\n") == 1, err
+        assert err.startswith("autoplace: error: the study database") and "is gone" in err
+    assert sorted(tmp_path.rglob("*")) == before  # the database was not made again
+
+
+def test_a_recommendation_whose_study_database_was_emptied_is_one_line(tmp_path):
+    _, out, _ = tuned(tmp_path, storage=str(tmp_path / "s.db"), trials=2)
+    (tmp_path / "s.db").write_bytes(b"")
+    for read in _reading_commands(out, tmp_path):
+        with pytest.raises(BadInputError, match="holds no study") as info:
+            read()
+        assert "run `autoplace tune` again" in str(info.value)
+    assert (tmp_path / "s.db").stat().st_size == 0  # no tables made in it
+
+
+def test_explaining_a_model_file_makes_no_study_database(tmp_path, monkeypatch):
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    monkeypatch.chdir(tmp_path)  # the default storage: ./studies/autoplace.db
+    for read in (
+        lambda: autoplace.explain(model),
+        lambda: autoplace.explain(model, storage=str(tmp_path / "other.db")),
+        lambda: fill_fit(model, backend=SyntheticBackend()),
+    ):
+        with pytest.raises(BadInputError, match=r"no study storage at .*autoplace tune"):
+            read()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def test_a_study_name_longer_than_a_storage_keeps_is_refused_by_explain(tmp_path, capsys):
+    _, out, _ = tuned(tmp_path)
+    with pytest.raises(BadInputError, match="study names are at most 512 characters"):
+        autoplace.explain(out, study="x" * 600)
+    code, printed, err = run_cli(capsys, "explain", str(out), "--study", "x" * 600)
+    assert code == 2 and printed == "" and err.count("\n") == 1
+    assert "at most 512 characters" in err

@@ -14,6 +14,7 @@ from autoplace.settings import MeasureSettings
     [
         ({"study": ""}, "--study is empty"),
         ({"study": "  "}, "--study is empty"),
+        ({"study": "x" * 600}, "study names are at most 512 characters"),
         ({"workload": ""}, "--workload is empty"),
         ({"max_deviation": 1.5}, "at most 100%"),
         ({"max_deviation": 0.0}, "--max-deviation must be positive"),
