@@ -36,6 +36,11 @@ class Measurement:
     width: int | None
     workload: str = ""
     device_kind: str | None = None
+    #: The measuring process's first use of this configuration's device (its backend's
+    #: and context's start, handles, an accelerator's autotuner): paid once a process, not
+    #: once a configuration, so kept apart from ``compile_s``. Set on the first
+    #: configuration a process measures on a device; ``None`` on the others.
+    device_init_s: float | None = None
     #: Calling the user's workload function (building state and step).
     build_s: float | None = None
     #: The user's ``make_batch`` making one host batch (the slower of the two each process
@@ -63,6 +68,11 @@ class Measurement:
     fed_step_s: float | None = None
     fed_step_spread: float | None = None
     fed_step_chunk_s: tuple[float, ...] = ()
+    #: The same loop again, a background thread keeping two host batches' puts in flight
+    #: ahead of the step (Flax's ``prefetch_to_device``, Grain's device buffer): what a
+    #: prefetching input pipeline gets. ``None``: not timed (``prefetch_time_cap_s`` 0).
+    prefetch_step_s: float | None = None
+    prefetch_step_spread: float | None = None
     #: Host-to-device transfer of one batch, alone (median).
     transfer_s: float | None = None
     batch_bytes: int | None = None

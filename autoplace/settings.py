@@ -39,6 +39,9 @@ class MeasureSettings:
     time_cap_s: float = 1.0
     #: Time cap of the loop that feeds a host batch every step.
     fed_time_cap_s: float = 1.0
+    #: Time cap of the same loop with two puts kept in flight by a background thread
+    #: (``Measurement.prefetch_step_s``); 0: not timed.
+    prefetch_time_cap_s: float = 0.0
     #: Time cap of timing the host-to-device transfer of one batch (at least 3 puts).
     transfer_cap_s: float = 0.3
     #: Whole-measurement limit; past it the worker is killed and the result is ``timeout``.
