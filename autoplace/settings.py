@@ -27,6 +27,9 @@ class MeasureSettings:
     """
 
     warmup_steps: int = 2
+    #: Then untimed steps until this much time has passed: a fresh process's first fraction
+    #: of a second runs slow (its allocator, caches and thread pool settling).
+    warmup_s: float = 0.0
     min_samples: int = 5
     max_samples: int = 40
     target_spread: float = 0.03

@@ -49,7 +49,7 @@ from autoplace.fusing import fuse, stack
 from autoplace.machine import cores
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress
-from autoplace.measuring._run import Run
+from autoplace.measuring._run import Loop, Run
 from autoplace.measuring._setup import (
     ConfigFailure,
     Executable,
@@ -64,7 +64,7 @@ from autoplace.measuring._setup import (
     transfer,
     user_phase,
 )
-from autoplace.measuring._timing import LoopTiming, time_interleaved
+from autoplace.measuring._timing import LoopTiming, compiles_alone, loops, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
     all_finite,
@@ -128,6 +128,8 @@ class Engine:
         self._references: OrderedDict[tuple, Any] = OrderedDict()
         self._built: OrderedDict[tuple, tuple[Workload, float]] = OrderedDict()
         self._executables: OrderedDict[tuple, Executable] = OrderedDict()
+        #: The devices this process has used (see :meth:`_first_use`).
+        self._used: set[str] = set()
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event == _COMPILE_EVENT:
@@ -237,8 +239,8 @@ class Engine:
             if on_progress is not None:
                 on_progress(Progress(None, f"timing {len(runs)} in turns, turn {n + 1}"))
 
-        for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
-            self._time(runs, fed, loop, cap, turn)
+        for name, cap in loops(loop):
+            self._time(runs, name, loop, cap, turn)
         together = uuid.uuid4().hex if len(runs) > 1 else None
         return self.finish(runs, together)
 
@@ -254,8 +256,9 @@ class Engine:
         return run
 
     def _compile_all(self, runs: Sequence[Run]) -> None:
-        """Compile the runs' lowered steps, side by side in threads when there are several
-        (a failure is the run's own)."""
+        """Compile the runs' lowered steps (a failure is the run's own): side by side in
+        threads on CPUs when there are several, one at a time where any is for an
+        accelerator (see :func:`compiles_alone`)."""
 
         def one(run: Run) -> None:
             try:
@@ -263,8 +266,9 @@ class Engine:
             except ConfigFailure as failure:
                 run.failure = failure
 
-        if len(runs) == 1:
-            one(runs[0])
+        if len(runs) == 1 or compiles_alone(platform_of(r.device) for r in runs):
+            for run in runs:
+                one(run)
             return
         with concurrent.futures.ThreadPoolExecutor(min(len(runs), _COMPILE_THREADS)) as pool:
             for done in [pool.submit(one, run) for run in runs]:
@@ -286,6 +290,7 @@ class Engine:
         compiles = self._compiles - started
         out = []
         for run in runs:
+            run.close()
             run.interleaved_with = len(runs) - 1 if others is None else others
             run.interleave_id = together
             run.timing_compiles = compiles
@@ -317,10 +322,24 @@ class Engine:
         width = request.config.width if request.config.width is not None else info.default_width
         run = Run(request, fn, width, self._device(request.config.device))
         try:
+            run.device_init_s = self._first_use(run.device)
             self._set_up_to_lowering(run)
         except ConfigFailure as failure:
             run.failure = failure
         return run
+
+    def _first_use(self, device: Any) -> float | None:
+        """The seconds this process's first use of ``device`` takes (its allocator and
+        context, the compiler's start and an accelerator's libraries, through one small put
+        and one small jitted product), once per device and process; ``None`` after."""
+        name = device_name(device)
+        if name in self._used:
+            return None
+        self._used.add(name)
+        t = time.perf_counter()
+        x = jax.device_put(jnp.ones((8, 8), jnp.float32), device)
+        jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
+        return time.perf_counter() - t
 
     def _finish_set_up(self, run: Run) -> None:
         """Phases 5-6 once compiled: fits, first call; the run is then ready to be timed."""
@@ -438,7 +457,7 @@ class Engine:
     def _time(
         self,
         runs: list[Run],
-        fed: bool,
+        loop: Loop,
         settings: MeasureSettings,
         cap: float,
         on_turn: Callable[[int], None] | None = None,
@@ -448,9 +467,9 @@ class Engine:
         while live := [r for r in runs if r.failure is None]:
             t = time.perf_counter()
             try:
-                guesses = [r.warm(fed) for r in live]
+                guesses = [r.warm(loop) for r in live]
                 timed = time_interleaved(
-                    [functools.partial(r.chunk, fed=fed) for r in live],
+                    [functools.partial(r.chunk, loop=loop) for r in live],
                     guesses,
                     settings,
                     cap,
@@ -461,10 +480,7 @@ class Engine:
                 continue  # the failing run marked itself
             share = (time.perf_counter() - t) / len(live)
             for r, chunks in zip(live, timed, strict=True):
-                if fed:
-                    r.fed = LoopTiming.of(chunks)
-                else:
-                    r.steps = LoopTiming.of(chunks)
+                r.timed(loop, LoopTiming.of(chunks))
                 assert r.timing_s is not None  # the transfer, timed before any loop
                 r.timing_s += share
             return

@@ -4,6 +4,7 @@ timed chunks of steps, and the one place its :class:`Measurement` is assembled."
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,13 @@ from autoplace.machine import ChunkStats
 from autoplace.measurement import Measurement, Status
 from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
 from autoplace.measuring._timing import LoopTiming
+from autoplace.prefetching import prefetch
 from autoplace.settings import MeasureRequest
+
+#: The timed loops: the batch resident on the device (``step``), a host batch put on the
+#: device each step (``fed``), and the same with two puts kept in flight by a background
+#: thread (``prefetch``).
+Loop = Literal["step", "fed", "prefetch"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -32,6 +39,7 @@ class Run:
     device: Any
     failure: ConfigFailure | None = None
     # --- figures, in the order the phases set them ---
+    device_init_s: float | None = None
     build_s: float | None = None
     build_cached: bool | None = None
     batch_s: float | None = None
@@ -47,6 +55,7 @@ class Run:
     first_call_s: float | None = None
     steps: LoopTiming | None = None
     fed: LoopTiming | None = None
+    prefetch: LoopTiming | None = None
     finite: bool | None = None
     deviation_vs_float32: float | None = None
     reference_s: float | None = None
@@ -70,20 +79,26 @@ class Run:
     fresh_process: bool = False
     #: The engine's compile count when the run's timing began (see ``Engine``).
     compiles_before_timing: int | None = None
+    #: The prefetch loop's source of batches on the device (made when that loop is first
+    #: run, closed by :meth:`close`), and how many host batches it has taken.
+    prefetched: Any = None
 
-    def chunk(self, k: int, fed: bool = False) -> float:
-        """Run ``k`` steps (putting a fresh host batch on the device each step when
-        ``fed``), block until done, return the seconds. Marks the run failed on a
-        failure of the user's program, and raises it."""
-        what = "running the fed steady-state loop" if fed else "running the steady-state loop"
+    def chunk(self, k: int, loop: Loop = "step") -> float:
+        """Run ``k`` steps of ``loop`` (see :data:`Loop`), block until done, return the
+        seconds. Marks the run failed on a failure of the user's program, and raises it."""
+        what = {"step": "the steady-state loop", "fed": "the fed steady-state loop",
+                "prefetch": "the prefetched steady-state loop"}[loop]  # fmt: skip
         try:
             steps = k * self.request.steps_per_call
-            with self.stats.around(steps), user_phase(what, Path(self.request.model_file)):
+            with (
+                self.stats.around(steps),
+                user_phase(f"running {what}", Path(self.request.model_file)),
+            ):
+                batches = self._batches(loop)
                 st, o = self.state, self.out
                 t0 = time.perf_counter()
                 for i in range(k):
-                    b = jax.device_put(self.host[i % 2], self.device) if fed else self.batch
-                    o = self.compiled(st, b)
+                    o = self.compiled(st, batches(i))
                     if self.train:
                         st = o
                 jax.block_until_ready(o)
@@ -94,12 +109,42 @@ class Run:
         self.state, self.out = st, o
         return elapsed
 
-    def warm(self, fed: bool) -> float:
-        """Warm-up steps (before the first loop only: the fed loop runs the same warm
-        executable), then one timed step: the guess that sizes the chunks."""
-        if not fed:
-            self.chunk(self.request.settings.warmup_steps)
-        return self.chunk(1, fed)
+    def _batches(self, loop: Loop) -> Callable[[int], Any]:
+        """The ``i``-th step's batch on the device, as ``loop`` gets it."""
+        if loop == "step":
+            return lambda i: self.batch
+        if loop == "fed":
+            return lambda i: jax.device_put(self.host[i % 2], self.device)
+        if self.prefetched is None:
+            self.prefetched = prefetch(itertools.cycle(self.host), self.device, depth=2)
+        return lambda i: next(self.prefetched)
+
+    def warm(self, loop: Loop) -> float:
+        """Warm-up (before the first loop only: the later loops run the same warm
+        executable): ``warmup_steps`` steps, then steps until ``warmup_s`` has passed since
+        the first call; then one timed step of ``loop``: the guess that sizes the chunks."""
+        if loop == "step":
+            s = self.request.settings
+            self.chunk(s.warmup_steps)
+            until = time.perf_counter() + s.warmup_s
+            while time.perf_counter() < until:
+                self.chunk(1)
+        return self.chunk(1, loop)
+
+    def timed(self, loop: Loop, timing: LoopTiming) -> None:
+        """Keep ``loop``'s timing."""
+        if loop == "step":
+            self.steps = timing
+        elif loop == "fed":
+            self.fed = timing
+        else:
+            self.prefetch = timing
+
+    def close(self) -> None:
+        """Stop the prefetch loop's thread, if it ran."""
+        if self.prefetched is not None:
+            self.prefetched.close()
+            self.prefetched = None
 
     def result(self) -> Measurement:
         """The measurement, every field named here; a figure never reached stays ``None``
@@ -108,6 +153,7 @@ class Run:
         config, exe = self.request.config, self.executable
         k = self.request.steps_per_call  # the loops timed calls: each figure is per step
         steps, fed = per_step(self.steps, k), per_step(self.fed, k)
+        prefetched = per_step(self.prefetch, k)
         samples_per_s, fed_samples_per_s, flops_per_s = self._throughputs()
         return Measurement(
             status=status,
@@ -118,6 +164,7 @@ class Run:
             width=self.width,
             workload=self.request.workload,
             device_kind=self.device.device_kind,
+            device_init_s=self.device_init_s,
             build_s=self.build_s,
             build_cached=self.build_cached,
             batch_s=self.batch_s,
@@ -132,6 +179,8 @@ class Run:
             fed_step_s=None if fed is None else fed.step_s,
             fed_step_spread=None if fed is None else fed.spread,
             fed_step_chunk_s=() if fed is None else fed.chunk_s,
+            prefetch_step_s=None if prefetched is None else prefetched.step_s,
+            prefetch_step_spread=None if prefetched is None else prefetched.spread,
             transfer_s=None if self.transfer_s is None else self.transfer_s / k,
             batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
             samples_per_s=samples_per_s,

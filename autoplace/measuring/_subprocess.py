@@ -59,7 +59,7 @@ from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, Work
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress, with_figures
 from autoplace.measuring._forkserver import Forked, ForkServer, start_python
-from autoplace.measuring._timing import time_interleaved
+from autoplace.measuring._timing import compiles_alone, loops, time_interleaved
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
 
@@ -581,27 +581,17 @@ class _FreshWindow:
                 raise WorkerError(
                     f"a fresh measurement worker failed to start: {why}; see {worker.kept_log()}"
                 )
-        # Set up together: every process builds, traces and loads its compile at once (no
-        # timing runs yet), then the loops take turns one process at a time.
-        sent = [w.send(("prepare", r)) for w, r in zip(self.workers, self.requests, strict=True)]
-        live = []
-        for i, stop in enumerate(sent):
-            try:
-                self._answer(i, stop or self.workers[i].answer(self.timeout, self.on_progress))
-                live.append(i)
-            except _Dropped as dropped:
-                self.results[i] = dropped.measurement
-        loop = self.requests[0].settings
-        timed: dict[int, dict[bool, list[float]]] = {i: {} for i in live}
+        live = self._prepare()
+        settings = self.requests[0].settings
+        timed: dict[int, dict[str, list[float]]] = {i: {} for i in live}
         start = time.perf_counter()
-        for fed, cap in ((False, loop.time_cap_s), (True, loop.fed_time_cap_s)):
-            live = self._time(live, fed, cap, timed)
+        for loop, cap in loops(settings):
+            live = self._time(live, loop, cap, timed)
         share = (time.perf_counter() - start) / max(len(live), 1)
         together = uuid.uuid4().hex
         for i in live:
             payload = {
-                "steps": timed[i][False],
-                "fed": timed[i][True],
+                "loops": timed[i],
                 "together": together,
                 "others": len(self.requests) - 1,
                 "timing_s": share,
@@ -616,8 +606,35 @@ class _FreshWindow:
             for i, w in enumerate(self.workers)
         ]
 
+    def _prepare(self) -> list[int]:
+        """Every worker sets its configuration up; the workers whose set-up ran. On CPUs
+        together (no timing runs yet); where an accelerator is among them, one at a time
+        (see :func:`~._engine.compiles_alone`: XLA's autotuner times kernels as it
+        compiles)."""
+        platforms = [r.config.device.split(":", 1)[0] for r in self.requests]
+        pairs = list(zip(self.workers, self.requests, strict=True))
+        live = []
+        if compiles_alone(platforms):
+            sent = []
+            for w, r in pairs:  # each answers before the next is sent
+                stop = w.send(("prepare", r))
+                sent.append(stop or w.answer(self.timeout, self.on_progress))
+        else:
+            stops = [w.send(("prepare", r)) for w, r in pairs]
+            sent = [
+                stop or w.answer(self.timeout, self.on_progress)
+                for (w, _), stop in zip(pairs, stops, strict=True)
+            ]
+        for i, reply in enumerate(sent):
+            try:
+                self._answer(i, reply)
+                live.append(i)
+            except _Dropped as dropped:
+                self.results[i] = dropped.measurement
+        return live
+
     def _time(
-        self, live: list[int], fed: bool, cap: float, timed: dict[int, dict[bool, list[float]]]
+        self, live: list[int], loop: str, cap: float, timed: dict[int, dict[str, list[float]]]
     ) -> list[int]:
         """One loop of every live worker's configuration, interleaved across the workers; a
         configuration that fails drops out, and the others are timed again without it.
@@ -625,10 +642,10 @@ class _FreshWindow:
         settings = self.requests[0].settings
         while live:
             try:
-                guesses = [self._ask(i, "warm", fed) for i in live]
+                guesses = [self._ask(i, "warm", loop) for i in live]
 
                 def chunk(i: int) -> Callable[[int], float]:
-                    return lambda k: self._ask(i, "chunk", (fed, k))
+                    return lambda k: self._ask(i, "chunk", (loop, k))
 
                 chunks = time_interleaved(
                     [chunk(i) for i in live],
@@ -643,7 +660,7 @@ class _FreshWindow:
                 live = [i for i in live if i != dropped.index]
                 continue
             for i, c in zip(live, chunks, strict=True):
-                timed[i][fed] = c
+                timed[i][loop] = c
             return live
         return live
 
@@ -780,8 +797,8 @@ def _worker_main(fd: int, boot: dict[str, Any]) -> None:
                 except ConfigFailure:
                     reply = ("failed", run.result())
             elif op == "finish":
-                run.steps = LoopTiming.of(payload["steps"])
-                run.fed = LoopTiming.of(payload["fed"])
+                for loop, chunks in payload["loops"].items():
+                    run.timed(loop, LoopTiming.of(chunks))
                 run.timing_s = (run.timing_s or 0.0) + payload["timing_s"]
                 reply = ("ok", engine.finish([run], payload["together"], payload["others"])[0])
             else:

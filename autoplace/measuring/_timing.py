@@ -6,7 +6,7 @@ import dataclasses
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -180,3 +180,23 @@ def _settled(samples: list[list[float]], target_spread: float) -> bool:
         [x / y for x, y in zip(a, b, strict=True)] for a, b in itertools.combinations(samples, 2)
     )
     return len(samples) > 1 and all(relative_spread(r) <= target_spread for r in ratios)
+
+
+def loops(settings: MeasureSettings) -> list[tuple[str, float]]:
+    """The loops a measurement times, in order, each with its cap: the resident step and
+    the fed one always (a cap of 0 is a glance), the prefetched one where its cap is set."""
+    out: list[tuple[str, float]] = [
+        ("step", settings.time_cap_s),
+        ("fed", settings.fed_time_cap_s),
+    ]
+    if settings.prefetch_time_cap_s > 0:
+        out.append(("prefetch", settings.prefetch_time_cap_s))
+    return out
+
+
+def compiles_alone(platforms: Iterable[str]) -> bool:
+    """Whether steps for these platforms compile one at a time: any accelerator's do. XLA's
+    GPU autotuner times candidate kernels on the device while it compiles, and side by side
+    it reads its own timings wrong (an H200 took 20 s a compile three at a time, against
+    0.7-1.3 s alone, and logged "measured time has sub-optimal accuracy")."""
+    return any(p != "cpu" for p in platforms)

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import math
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -833,10 +834,10 @@ def test_a_compile_inside_the_timed_loops_fails_the_group_and_is_counted(
 
     real_chunk, compiled = Run.chunk, []
 
-    def chunk(self, k, fed=False):
+    def chunk(self, k, loop="step"):
         if not compiled:
             compiled.append(jax.jit(lambda y: y * 5.0 - 2.0)(jnp.ones(3)))
-        return real_chunk(self, k, fed)
+        return real_chunk(self, k, loop)
 
     monkeypatch.setattr(Run, "chunk", chunk)
     path = model("tiny_mlp")
@@ -967,3 +968,58 @@ def test_the_seconds_make_batch_takes_are_measured(inproc: InProcessBackend, tmp
     assert m.batch_s is not None and m.batch_s >= 0.05
     fast = inproc.measure(request(model("tiny_predict"), "predict"))
     assert fast.batch_s is not None and fast.batch_s < m.batch_s
+
+
+def test_the_prefetched_loop_is_timed_only_when_asked(inproc: InProcessBackend) -> None:
+    """Issue 37's feeding (b): two puts kept in flight by a thread, timed beside the
+    resident (a) and fed (c) loops when its cap is set; not at all otherwise."""
+    asked = dataclasses.replace(FAST, prefetch_time_cap_s=0.05)
+    m = measure(inproc, "tiny_mlp", settings=asked)
+    assert m.status == "ok", m.reason
+    assert m.prefetch_step_s is not None and m.prefetch_step_s > 0
+    assert m.prefetch_step_spread is not None
+    assert measure(inproc, "tiny_mlp").prefetch_step_s is None
+
+
+@pytest.mark.slow  # a second or more: real compiles in an engine of its own
+def test_a_processes_first_use_of_a_device_is_said_once_apart_from_compiles() -> None:
+    """The device's start-up (its context, the compiler's first run) is the process's, not
+    a configuration's: the first configuration measured on a device carries it, the next
+    does not, and neither's compile holds it."""
+    backend = InProcessBackend()  # an engine of its own: no device used yet
+    path = model("tiny_mlp")
+    first, second = backend.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8)])
+    assert first.device_init_s is not None and first.device_init_s > 0
+    assert second.device_init_s is None
+    assert backend.measure(request(path, "mlp", batch_size=16)).device_init_s is None
+
+
+@pytest.mark.slow  # a second or more: real compiles in an engine of its own
+@pytest.mark.parametrize("alone", [True, False])
+def test_steps_for_an_accelerator_compile_one_at_a_time(monkeypatch, alone) -> None:
+    """XLA's GPU autotuner times kernels as it compiles: side by side it reads its own
+    timings wrong, so an accelerator's steps compile one after another, in the caller's
+    thread; a CPU's may compile side by side."""
+    from autoplace.measuring import _engine
+    from autoplace.measuring._timing import compiles_alone
+
+    assert (
+        compiles_alone(["gpu"]) and compiles_alone(["cpu", "tpu"]) and not compiles_alone(["cpu"])
+    )
+    threads: list[int] = []
+    real = _engine.Engine._compile
+
+    def compile_noting_thread(self, run):
+        threads.append(threading.get_ident())
+        return real(self, run)
+
+    monkeypatch.setattr(_engine.Engine, "_compile", compile_noting_thread)
+    monkeypatch.setattr(_engine, "compiles_alone", lambda platforms: alone)
+    backend = InProcessBackend()
+    path = model("tiny_mlp")
+    found = backend.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8, 16)])
+    assert all(m.status == "ok" for m in found)
+    if alone:
+        assert set(threads) == {threading.get_ident()}
+    else:
+        assert threading.get_ident() not in threads
