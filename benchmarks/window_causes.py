@@ -54,24 +54,16 @@ def confirm_settings() -> MeasureSettings:
 
 #: Each variant: how it changes the confirmation's settings, and whether its
 #: configurations share one window (in turns across processes) or each has its own.
-VARIANTS: dict[str, tuple[Callable[[MeasureSettings, float], MeasureSettings], bool]] = {
-    "window as tuned": (lambda s, step: s, True),
-    "warm-up 0.3 s": (
-        lambda s, step: dataclasses.replace(s, warmup_steps=max(1, round(0.3 / step))),
+VARIANTS: dict[str, tuple[Callable[[MeasureSettings], MeasureSettings], bool]] = {
+    "window as tuned": (lambda s: s, True),
+    "warm-up 0.1 s together": (lambda s: dataclasses.replace(s, warmup_s=0.1), True),
+    "warm-up 0.3 s together": (lambda s: dataclasses.replace(s, warmup_s=0.3), True),
+    "warm-up 0.3 s, window 0.5 s": (
+        lambda s: dataclasses.replace(s, warmup_s=0.3, fed_time_cap_s=0.5),
         True,
     ),
-    "window 1 s": (lambda s, step: dataclasses.replace(s, fed_time_cap_s=1.0), True),
-    "chunks 0.25 s": (
-        lambda s, step: dataclasses.replace(s, sample_min_s=0.25, fed_time_cap_s=1.0),
-        True,
-    ),
-    "alone, as tuned": (lambda s, step: s, False),
-    "alone, warm-up 0.3 s, 1 s": (
-        lambda s, step: dataclasses.replace(
-            s, warmup_steps=max(1, round(0.3 / step)), fed_time_cap_s=1.0
-        ),
-        False,
-    ),
+    "window 1 s": (lambda s: dataclasses.replace(s, fed_time_cap_s=1.0), True),
+    "alone, warm-up 0.3 s": (lambda s: dataclasses.replace(s, warmup_s=0.3), False),
 }
 
 
@@ -110,12 +102,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(args.rounds):
             reference = session.rounds(f"reference-{r}", plain, 1, timing)
             ref = {s.config: s.samples_per_s for s in reference.summaries}
-            steps = {c: c.batch_size / ref[p] for c, p in zip(configs, plain, strict=True)}
             order = configs if r % 2 == 0 else configs[::-1]
             for name, (change, together) in VARIANTS.items():
                 if args.variants and name not in args.variants:
                     continue
-                settings = [change(confirm_settings(), steps[c]) for c in order]
+                settings = [change(confirm_settings()) for _ in order]
                 figures = window_figures(backend, model, args.workload, order, settings, together)
                 for c, f in zip(order, figures, strict=True):
                     p = plain[configs.index(c)]

@@ -194,6 +194,11 @@ def loops(settings: MeasureSettings) -> list[tuple[str, float]]:
     return out
 
 
+def warmed_loop(settings: MeasureSettings) -> str:
+    """The loop a warm-up runs: the one the measurement ranks on (the longest cap)."""
+    return max(loops(settings), key=lambda lc: lc[1])[0]
+
+
 def compiles_alone(platforms: Iterable[str]) -> bool:
     """Whether steps for these platforms compile one at a time: any accelerator's do. XLA's
     GPU autotuner times candidate kernels on the device while it compiles, and side by side
