@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and editors
     from autoplace.fusing import fuse, stack
     from autoplace.measurement import Measurement
     from autoplace.measuring import Backend, InProcessBackend, SubprocessBackend, measure
+    from autoplace.prefetching import prefetch
     from autoplace.recommending import Recommendation, RecommendRequest, recommend
     from autoplace.settings import MeasureRequest, MeasureSettings
     from autoplace.tuning import (
@@ -72,6 +73,7 @@ _HOMES = {
     "autoplace.fusing": ("fuse", "stack"),
     "autoplace.measurement": ("Measurement",),
     "autoplace.measuring": ("Backend", "InProcessBackend", "SubprocessBackend", "measure"),
+    "autoplace.prefetching": ("prefetch",),
     "autoplace.recommending": ("RecommendRequest", "Recommendation", "recommend"),
     "autoplace.settings": ("MeasureRequest", "MeasureSettings"),
     "autoplace.tuning": (
@@ -130,6 +132,7 @@ __all__ = [
     "fuse",
     "make_objective",
     "measure",
+    "prefetch",
     "recommend",
     "stack",
     "tune",

@@ -4,6 +4,14 @@ It is a real implementation of the :class:`autoplace.Backend` protocol whose
 figures come from a formula instead of a device, so tests of search, resume,
 failure handling and storages run in milliseconds and know the right answer.
 The measurement core itself is tested against JAX in test_engine and test_worker.
+
+Its ``cpu:*`` devices follow :func:`step_time`. A ``gpu:*`` device follows
+:func:`gpu_times`, shaped by the first GPU autoplace ran on: the NVIDIA H200 of
+``../shared/gpu-reference/h200-2026-11-26/`` (JAX 0.11.2; its README MLP): a dispatch
+floor of 41.6 µs, a put of a pageable host batch costing about 250 µs plus its bytes at
+about 9 GB/s, a step with the batch on the device of 50 µs plus a little per sample, a
+prefetched step in between, compiles that slow down side by side, and the device's
+start-up once a process. :func:`synthetic_limits` gives that machine's measured limits.
 """
 
 from __future__ import annotations
@@ -15,12 +23,76 @@ import statistics
 from collections.abc import Callable
 
 from autoplace import BadInputError, Config, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+from autoplace.limits import DeviceLimits, Figure, MachineLimits
 
 #: Per-sample seconds by precision and per-step overhead by device.
 PER_SAMPLE = {"float32": 2e-6, "bfloat16": 1.5e-6, "float16": 4e-6}
 OVERHEAD = {"cpu:0": 1e-4, "cpu:1": 5e-4}
 #: Timed turns of each loop measured together.
 TURNS = 10
+
+#: The synthetic GPU (see the module docstring), each figure from the H200 reference
+#: folder: ``limits.json`` (floor, memory), ``plain/`` (steps, puts, compiles, start-up).
+GPU_KIND = "NVIDIA H200 (synthetic)"
+GPU_MEMORY = 112_583_507_968
+#: The dispatch floor: a trivial jitted call, back to back.
+GPU_FLOOR = 41.6e-6
+#: The step with its batch on the device: 45-86 µs for the README MLP at batch 32 to 4096.
+GPU_STEP = 50e-6
+GPU_PER_SAMPLE = {"float32": 6e-9, "bfloat16": 4e-9, "float16": 4e-9}
+#: One put of a pageable numpy batch: a fixed part (200-340 µs alone at batch 32), then
+#: its bytes, staged through pinned memory (the study's put line: 0.198 µs a 1.57 kB
+#: sample, about 8 GB/s; the brief's 9).
+PUT_FIXED = 250e-6
+PUT_BANDWIDTH = 9e9
+#: A sample's bytes in float32 (an MNIST image: 784 floats); half in a 16-bit precision.
+SAMPLE_BYTES = 3136
+#: Puts a prefetching thread keeps in flight (``autoplace.prefetch``'s default).
+PREFETCH_DEPTH = 2
+#: A configuration compiled alone (0.66-1.52 s); side by side, each of ``n`` takes
+#: ``SIDE_BY_SIDE·(n - 1)`` times that (two: 10.4 s each; three: 20-25 s each).
+GPU_COMPILE = 1.0
+SIDE_BY_SIDE = 10.0
+#: A process's first use of the GPU (context, handles, the autotuner's start).
+GPU_INIT = 0.32
+
+
+def gpu_times(
+    batch: int, precision: str, steps_per_call: int = 1, sample_bytes: int = SAMPLE_BYTES
+) -> dict[str, float]:
+    """Seconds per step on the synthetic GPU: ``step`` (the batch on the device), ``put``
+    (one batch's put, alone), ``fed`` (put, then step: the put's copy is waited for),
+    ``prefetch`` (``PREFETCH_DEPTH`` puts in flight on a thread: the step waits for the
+    longer of itself and its share of the puts, which share the copy engine, plus a tenth
+    of a step handing the batch over), and ``bytes`` (one step's batch). A call of
+    ``steps_per_call`` steps pays the fixed parts once."""
+    k = steps_per_call
+    size = sample_bytes * (1.0 if precision == "float32" else 0.5) * batch
+    step = GPU_STEP / k + GPU_PER_SAMPLE[precision] * batch
+    put = PUT_FIXED / k + size / PUT_BANDWIDTH
+    return {
+        "step": step,
+        "put": put,
+        "fed": put + step,
+        "prefetch": max(step, put / PREFETCH_DEPTH) + 0.1 * step,
+        "bytes": size,
+    }
+
+
+def synthetic_limits() -> MachineLimits:
+    """The measured limits of the reference's machine (``limits.json``: one window each),
+    for ``gpu:0`` and ``cpu:0``."""
+
+    def device(name, kind, peaks, size, bandwidth, to_device, floor):
+        flops = {p: Figure.of([v]) for p, v in peaks.items()}
+        return DeviceLimits(name, kind, flops, size, Figure.of([bandwidth]),
+                            Figure.of([to_device]), Figure.of([floor]))  # fmt: skip
+
+    gpu = device("gpu:0", GPU_KIND, {"float32": 442.6e12, "bfloat16": 829.6e12,
+                 "float16": 778.1e12}, 8192, 3259e9, 32.7e9, GPU_FLOOR)  # fmt: skip
+    cpu = device("cpu:0", "cpu", {"float32": 1.106e12, "bfloat16": 2.392e12,
+                 "float16": 0.953e12}, 1024, 167.2e9, 1.445e9, 5.6e-6)  # fmt: skip
+    return MachineLimits((gpu, cpu), {}, "2026-11-26T07:28:56+00:00")
 
 
 def step_time(device: str, batch: int, precision: str, steps_per_call: int = 1) -> float:
@@ -66,6 +138,15 @@ class SyntheticBackend:
     (:meth:`measure_fresh`: a shared worker's allocator state can differ from a fresh one's;
     it sees the request's ``env``, which the measurement records); ``faults`` gives a
     request's page faults a step; ``batch_s`` the seconds ``make_batch`` takes a batch.
+
+    ``gpu:*`` devices follow :func:`gpu_times` (``sample_bytes``: a float32 sample's
+    bytes): their steady step is timed in full (5 chunks) where the request's
+    ``time_cap_s`` is above 0, else glanced at (1 chunk); the prefetched step is timed
+    where its ``prefetch_time_cap_s`` is (on every device); the first configuration a
+    process measures on a GPU (the shared worker's first, every fresh process's) carries
+    the device's start-up (``device_init_s``); and with ``side_by_side`` a group measured
+    together compiles its GPU configurations side by side, each compile slowed as the
+    reference's were (:data:`SIDE_BY_SIDE`).
     """
 
     def __init__(
@@ -83,8 +164,15 @@ class SyntheticBackend:
         fresh: Callable[[MeasureRequest], float] | None = None,
         faults: Callable[[MeasureRequest], float] | None = None,
         batch_s: float | None = None,
+        sample_bytes: int = SAMPLE_BYTES,
+        side_by_side: bool = False,
     ) -> None:
-        self._devices = [DeviceInfo(d, "cpu", "cpu", 2**34) for d in devices]
+        self._devices = [
+            DeviceInfo(d, "gpu", GPU_KIND, GPU_MEMORY)
+            if d.startswith("gpu")
+            else DeviceInfo(d, "cpu", "cpu", 2**34)
+            for d in devices
+        ]
         self._fail = fail
         self._memory_limit = memory_limit
         self._interrupt_at = interrupt_at
@@ -97,7 +185,11 @@ class SyntheticBackend:
         self._fresh = fresh
         self._faults = faults
         self._batch_s = batch_s
+        self.sample_bytes = sample_bytes
+        self.side_by_side = side_by_side
         self._drift = 1.0
+        #: The GPUs the shared worker has started (its first configuration on each pays it).
+        self._started: set[str] = set()
         self.measured: list[MeasureRequest] = []
         #: The configurations of each ``measure_together`` or ``measure_fresh`` call, and
         #: of each ``measure_fresh`` call alone.
@@ -141,6 +233,12 @@ class SyntheticBackend:
         if self._slowdown is not None:
             t *= self._slowdown(request)
         t *= self._drift
+        if c.device.startswith("gpu"):
+            first = c.device not in self._started
+            self._started.add(c.device)
+            factor = t / step_time(c.device, c.batch_size, c.precision, k)
+            return self._gpu(request, base, factor, first, predicted * k)
+        prefetch = request.settings.prefetch_time_cap_s > 0
         return Measurement(
             status="ok",
             reason="",
@@ -152,6 +250,8 @@ class SyntheticBackend:
             step_spread=0.01,
             fed_step_s=t * 1.1,
             fed_step_spread=0.01,
+            prefetch_step_s=t * 1.05 if prefetch else None,
+            prefetch_step_spread=0.01 if prefetch else None,
             transfer_s=t * 0.1,
             samples_per_s=c.batch_size / t,
             fed_samples_per_s=c.batch_size / (t * 1.1),
@@ -162,6 +262,45 @@ class SyntheticBackend:
             finite=True,
             deviation_vs_float32=self._deviation_of(request),
             **base,
+        )
+
+    def _gpu(
+        self, request: MeasureRequest, base: dict, factor: float, first: bool, peak: int
+    ) -> Measurement:
+        """A GPU configuration's figures (:func:`gpu_times`, times ``factor``: the jitter,
+        slowdown and drift the CPU's get); ``first``: the process's first on the GPU."""
+        c, settings = request.config, request.settings
+        times = gpu_times(c.batch_size, c.precision, request.steps_per_call, self.sample_bytes)
+        step, put, fed, prefetch = (times[x] * factor for x in ("step", "put", "fed", "prefetch"))
+        chunks = 5 if settings.time_cap_s > 0 else 1
+        timed = settings.prefetch_time_cap_s > 0
+        return Measurement(
+            status="ok",
+            reason="",
+            device_init_s=GPU_INIT if first else None,
+            batch_s=self._batch_s,
+            lower_s=0.05,
+            compile_s=self._compile_s(request) if self._compile_s else GPU_COMPILE,
+            first_call_s=0.04,
+            step_s=step,
+            step_spread=0.01,
+            step_samples=chunks,
+            step_chunk_s=(step,) * chunks,
+            fed_step_s=fed,
+            fed_step_spread=0.01,
+            prefetch_step_s=prefetch if timed else None,
+            prefetch_step_spread=0.01 if timed else None,
+            transfer_s=put,
+            batch_bytes=round(times["bytes"]),
+            samples_per_s=c.batch_size / step,
+            fed_samples_per_s=c.batch_size / fed,
+            predicted_bytes=peak,
+            peak_bytes=peak,
+            peak_bytes_source="measured",
+            steps_per_call=request.steps_per_call,
+            finite=True,
+            deviation_vs_float32=self._deviation_of(request),
+            **{**base, "device_kind": GPU_KIND},
         )
 
     def _deviation_of(self, request: MeasureRequest) -> float | None:
@@ -190,11 +329,19 @@ class SyntheticBackend:
         if fresh:
             self.fresh_groups.append([r.config for r in requests])
         n, group = len(requests), f"group-{len(self.groups)}"
+        gpus = sum(r.config.device.startswith("gpu") for r in requests)
         out = []
         for r in requests:
             self._drift = self._group_drift(len(self.groups)) if self._group_drift else 1.0
-            m = self.measure(r)
+            started = set(self._started)
+            m = self.measure(r)  # a subclass's own measure too
             self._drift = 1.0
+            if fresh:  # a process of its own: the shared worker's GPUs are as they were
+                self._started = started
+                if m.device.startswith("gpu") and m.status == "ok":
+                    m = dataclasses.replace(m, device_init_s=GPU_INIT)
+            if self.side_by_side and gpus > 1 and m.device.startswith("gpu") and m.compile_s:
+                m = dataclasses.replace(m, compile_s=m.compile_s * SIDE_BY_SIDE * (gpus - 1))
             if m.status != "ok":
                 out.append(dataclasses.replace(m, interleaved_with=n - 1, interleave_id=group))
                 continue

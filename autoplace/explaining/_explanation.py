@@ -15,27 +15,29 @@ from typing import Any
 from autoplace import units
 from autoplace.config import Config
 from autoplace.explaining._answers import (
+    NO_GAIN,
     RUN_LENGTHS,
     BreakEven,
     Crossover,
     Emulated,
+    Feeding,
+    FixedCost,
     against_figures,
     break_even,
     crossover,
     emulated,
+    feeding,
+    fixed_cost,
     memory_limit_batch,
     run_length_picks,
-    transfer_share,
 )
 from autoplace.explaining._fit import DEPARTURE
-from autoplace.explaining._model import Arm, ArmModel, arm_models
+from autoplace.explaining._model import Arm, ArmModel, arm_models, device_starts
 from autoplace.limits import MachineLimits, Roofline, roofline
 from autoplace.measurement import Measurement
 
 #: Fraction of a device's memory the largest-batch answer leaves free.
 MEMORY_MARGIN = 0.10
-#: A feeding share above this is worth a sentence near the top.
-NOTABLE_TRANSFER = 0.20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +53,11 @@ class Explanation:
         break_even: the winner against each other group's best: after how many samples
             the one with the slower start overtakes.
         run_lengths: what time-to-finish would pick for short, medium and long runs.
-        transfer: the winner's feeding share (see ``_answers.transfer_share``).
-        emulated: lower precisions slower than float32 on their device.
+        transfer: the winner's feeding and what its remedies gain (``_answers.feeding``).
+        fixed_cost: what the fixed cost of the winner's line is (``_answers.fixed_cost``).
+        device_start: each device's start-up in a fresh process, paid once a process
+            (counted once in the break-evens and the run-length picks).
+        emulated: lower precisions with no faster kernels on their device.
         memory: the largest batch of the winner's arm that fits with a margin.
         sentences: the explanation, most important first.
     """
@@ -63,9 +68,11 @@ class Explanation:
     crossovers: tuple[Crossover, ...] = ()
     break_even: tuple[BreakEven, ...] = ()
     run_lengths: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
-    transfer: Mapping[str, Any] | None = None
+    transfer: Feeding | None = None
+    fixed_cost: FixedCost | None = None
+    device_start: Mapping[str, float] = dataclasses.field(default_factory=dict)
     emulated: tuple[Emulated, ...] = ()
-    memory: Mapping[str, float] | None = None
+    memory: Mapping[str, Any] | None = None
     sentences: tuple[str, ...] = ()
     undetermined: tuple[str, ...] = ()
     #: Each arm's best configuration against the machine's limits (``autoplace.limits``),
@@ -85,7 +92,9 @@ class Explanation:
             "crossovers": [c.as_dict() for c in self.crossovers],
             "break_even": [b.as_dict() for b in self.break_even],
             "run_lengths": dict(self.run_lengths),
-            "transfer": dict(self.transfer) if self.transfer else None,
+            "transfer": self.transfer.as_dict() if self.transfer else None,
+            "fixed_cost": self.fixed_cost.as_dict() if self.fixed_cost else None,
+            "device_start_s": dict(self.device_start),
             "emulated": [e.as_dict() for e in self.emulated],
             "memory": dict(self.memory) if self.memory else None,
             "roofline": [r.as_dict() for r in self.rooflines],
@@ -125,11 +134,13 @@ def explain_figures(
         if (o.device, o.precision, o.width) != arm
         and (x := crossover(mine, models[(o.device, o.precision, o.width)], loop, largest))
     )
-    evens = tuple(x for o in others if (x := break_even(winner, o)) is not None)
+    starts = device_starts(figures)
+    evens = tuple(x for o in others if (x := break_even(winner, o, starts)) is not None)
     ok = {c: m for c, m in figures.items() if m.status == "ok"}
-    picks = run_length_picks(ok)
-    transfer = transfer_share(winner)
-    slow = tuple(emulated(ok, models.values()))
+    picks = run_length_picks(ok, starts)
+    transfer = feeding(winner)
+    slow = tuple(emulated(ok, models.values(), limits))
+    cause = fixed_cost(mine, loop, limits.of(winner.device) if limits is not None else None)
     limit = (device_memory or {}).get(winner.device)
     memory = memory_limit_batch(mine, limit, margin)
     undetermined = tuple(
@@ -146,6 +157,8 @@ def explain_figures(
         break_even=evens,
         run_lengths=picks,
         transfer=transfer,
+        fixed_cost=cause,
+        device_start=starts,
         emulated=slow,
         memory=memory,
         undetermined=undetermined,
@@ -200,12 +213,12 @@ def _sentences(
     if line is not None and line.per_sample > 0:
         mine = {c.batch_size: m for c, m in (figures or {}).items()
                 if (c.device, c.precision, c.width) == arm}  # fmt: skip
-        out.append(_scaling(model.label, line, winner.batch_size, causes, mine))
+        out.append(_scaling(model.label, line, winner.batch_size, causes, mine, e.fixed_cost))
     if e.rooflines:
         out.append(e.rooflines[0].sentence(winner.device.split(":")[0]))
-    if e.transfer and e.transfer["share"] >= NOTABLE_TRANSFER:
-        out.append(_feeding(e.transfer, winner))
-    first = _first_call(winner)
+    if e.transfer and e.transfer.notable:
+        out.append(_feeding(e.transfer))
+    first = _first_call(winner, e.device_start.get(winner.device))
     if first:
         out.append(first)
     out += [_emulated(x) for x in e.emulated]
@@ -221,8 +234,8 @@ def _sentences(
             )
             + "."
         )
-    if e.transfer and e.transfer["share"] < NOTABLE_TRANSFER:
-        out.append(_feeding(e.transfer, winner))
+    if e.transfer and not e.transfer.notable:
+        out.append(_feeding(e.transfer))
     if e.memory is not None:
         out.append(_memory(e.memory, model.label))
     out += [f"Not determined: {u}." for u in e.undetermined]
@@ -235,11 +248,13 @@ def _scaling(
     batch: int,
     causes: float | None = 0.0,
     measured: Mapping[int, Measurement] | None = None,
+    fixed: FixedCost | None = None,
 ) -> str:
-    """Why the batch size: the fixed cost, the per-sample cost, where the line bends; the
-    cause of a bend only where it is over three times ``causes`` (a measurement's noise;
-    ``None``: the machine was busy, no cause is named), and read from the figures of the
-    arm's ``measured`` batches (see :func:`_bend_cause`), never guessed."""
+    """Why the batch size: the fixed cost and what it is (``fixed``: see
+    :func:`_fixed_cause`), the per-sample cost, where the line bends; the cause of a bend
+    only where it is over three times ``causes`` (a measurement's noise; ``None``: the
+    machine was busy, no cause is named), and read from the figures of the arm's
+    ``measured`` batches (see :func:`_bend_cause`), never guessed."""
     lo, hi = min(line.batches), max(line.batches)
     balance, ninety = line.balance, line.batch_for(0.9)
     if balance is None or balance < max(1.0, lo / 10):
@@ -257,9 +272,9 @@ def _scaling(
         )
     else:
         text = (
-            f"On {label}, a step costs a fixed {units.seconds(line.fixed)} (dispatch, launch, "
-            f"loop overhead) plus {units.seconds(line.per_sample)} per sample: below batch "
-            f"{balance:.0f} the fixed cost dominates, and batch {ninety:.0f} would reach 90% "
+            f"On {label}, a step costs a fixed {units.seconds(line.fixed)} "
+            f"({_fixed_cause(fixed)}) plus {units.seconds(line.per_sample)} per sample: below "
+            f"batch {balance:.0f} the fixed cost dominates, and batch {ninety:.0f} would reach 90% "
             "of the line's peak throughput"
         )
         if ninety is not None and line.departs_at is not None and ninety > hi:
@@ -332,47 +347,129 @@ def _supported(cause: str, off: float, noise: float | None) -> str:
     return cause
 
 
-def _first_call(m: Measurement) -> str | None:
+def _fixed_cause(x: FixedCost | None) -> str:
+    """What the fixed cost of a step is, in words, with the figures it rests on (see
+    :func:`autoplace.explaining._answers.fixed_cost`): never a cause it did not measure."""
+    if x is None:
+        return "not attributed"
+    floor = f"the device's measured {units.seconds(x.floor_s)} dispatch floor"
+    if x.cause == "put":
+        if x.put_basis == "loops":
+            own = (
+                f"at most {units.seconds(x.step_fixed_s)} (its fastest step)"
+                if x.step_bound
+                else units.seconds(x.step_fixed_s)
+            )
+            return (
+                f"putting the batch on the device: with the batch already there the step's "
+                f"own fixed cost is {own}, so the put accounts for "
+                f"{'at least ' if x.step_bound else ''}{units.seconds(x.put_s)} of it"
+            )
+        return (
+            f"putting the batch on the device: a put timed alone costs a fixed "
+            f"{units.seconds(x.put_s)}, {(x.put_s or 0) / x.fixed_s:.0%} of it"
+        )
+    if x.cause == "dispatch":
+        return f"dispatch: {x.floors:.1f} times {floor}"
+    put = f"not the put, which accounts for {units.seconds(x.put_s)} of it"
+    known = [] if x.put_s is None else [put]
+    if x.floor_s is not None:
+        known.append(f"not dispatch, at {x.floors:.1f} times {floor}")
+    unknown = "" if x.floor_s is not None else "; this machine's dispatch floor was not measured"
+    if x.cause == "step":
+        return f"launches and the loop's own work: {', and '.join(known)}{unknown}"
+    if x.loop == "fed":
+        said = ": " + known[0] if known else ""
+        return (
+            "not attributed: neither the step with the batch on the device nor the put alone "
+            f"was timed at two batch sizes{said}{unknown}"
+        )
+    return f"not attributed{unknown}"
+
+
+def _first_call(m: Measurement, start: float | None = None) -> str | None:
     """The seeds' "first inference is slow": what a fresh process pays before its first
-    result, against a later step."""
+    result, against a later step; its device's ``start`` (once a process, whatever it
+    runs) said apart from this configuration's tracing, compile and first run."""
     parts = (m.lower_s, m.compile_s, m.first_call_s)
     if any(p is None for p in parts) or not m.fed_step_s:
         return None
     lower, compile_, call = parts
-    total = lower + compile_ + call  # type: ignore[operator]
+    total = (start or 0.0) + lower + compile_ + call  # type: ignore[operator]
+    device = (
+        f"{m.device}'s start-up {units.seconds(start)}, once a process; "
+        if start is not None
+        else ""
+    )
     return (
-        f"The first call from a fresh process takes {units.seconds(total)} (tracing and "
-        f"lowering {units.seconds(lower)}, compiling {units.seconds(compile_)}, the first run "
-        f"{units.seconds(call)}), {total / m.fed_step_s:,.0f} times a later step "
+        f"The first call from a fresh process takes {units.seconds(total)} ({device}tracing "
+        f"and lowering {units.seconds(lower)}, compiling {units.seconds(compile_)}, the first "
+        f"run {units.seconds(call)}), {total / m.fed_step_s:,.0f} times a later step "
         f"({units.seconds(m.fed_step_s)}): time one call and you time the compiler."
     )
 
 
-def _feeding(t: Mapping[str, Any], m: Measurement) -> str:
-    if t["basis"] == "loops":
-        basis = (
-            f"{units.seconds(t['fed_step_s'])} a step fed against "
-            f"{units.seconds(t['step_s'])} with the batch on the device"
+def _times(x: float) -> str:
+    """A ratio as a gain: ``3.6x``, ``28x``."""
+    return f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+
+
+def _feeding(t: Feeding) -> str:
+    """What feeding a host batch each step costs, on what it rests, and the remedies'
+    measured gains (or that they were not timed)."""
+    fed = units.seconds(t.fed_step_s)
+    if t.basis == "loops":
+        text = (
+            f"Putting a fresh host batch each step takes {units.percent(t.share)} of the {fed} "
+            f"step ({units.seconds(t.step_s)} with the batch already on the device)"
         )
+    elif t.basis == "put":
+        put = (
+            f"One put of a {units.size(t.batch_bytes)} batch, timed alone, takes "
+            if t.batch_bytes
+            else "One batch's put, timed alone, takes "
+        ) + units.seconds(t.transfer_s)
+        if (t.transfer_s or 0.0) < t.fed_step_s:
+            text = (
+                f"{put}: feeding is up to {units.percent(t.share)} of the {fed} fed step (in "
+                "the loop the put can overlap the step)"
+            )
+        else:
+            text = (
+                f"{put}, longer than the whole {fed} fed step: in the loop the put overlaps "
+                "the step, so this figure does not tell the feeding's share"
+            )
     else:
-        return (
-            f"Feeding a fresh host batch each step takes up to {units.percent(t['share'])} of "
-            f"the step (one put of {units.size(t['batch_bytes'])} alone takes "
-            f"{units.seconds(t['transfer_s'])} of the {units.seconds(t['fed_step_s'])} fed "
-            "step; in the loop the put overlaps the step, and the step with the batch on the "
-            "device was not timed long enough here to say what keeping the data there gains)."
+        text = f"Feeding a fresh host batch each step: the step takes {fed}"
+    pre, res = t.prefetch_gain, t.resident_gain
+    remedies = []
+    if pre is not None and t.prefetch_step_s is not None:
+        remedies.append(
+            f"keep two batches in flight (`autoplace.prefetch`): {_times(pre)} ({fed} → "
+            f"{units.seconds(t.prefetch_step_s)} a step)"
+            if pre >= NO_GAIN
+            else "keeping two batches in flight (`autoplace.prefetch`) gains nothing here "
+            f"({units.seconds(t.prefetch_step_s)} a step against {fed})"
         )
-    gain = t.get("gain_on_device")
-    keeping = (
-        f": keeping the data on {m.device} would leave {units.percent(1.0 - t['share'])} of "
-        f"the step, {1.0 + gain:.2f}x the throughput"
-        if gain is not None
-        else ""
-    )
-    return (
-        f"Feeding a fresh host batch each step takes {units.percent(t['share'])} of the step "
-        f"({basis}){keeping}."
-    )
+    if res is not None:
+        remedies.append(
+            f"with the data on the device, {_times(res)}"
+            + ("" if pre is not None else f" ({fed} → {units.seconds(t.step_s)} a step)")
+        )
+    untimed = [
+        what
+        for what, gain in (
+            ("keeping two batches in flight", pre),
+            ("the step with the batch on the device", res),
+        )
+        if gain is None
+    ]
+    if untimed:
+        remedies.append(
+            f"{' and '.join(untimed)} {'were' if len(untimed) > 1 else 'was'} not timed here, "
+            "so what " + ("either gains" if len(untimed) > 1 else "it gains") + " is not known"
+        )
+    return f"{text}; {'; '.join(remedies)}."
 
 
 def _emulated(x: Emulated) -> str:
@@ -381,16 +478,33 @@ def _emulated(x: Emulated) -> str:
         if x.deviation is None
         else f"; its output deviates {units.percent(x.deviation)} from float32's"
     )
-    why = (
-        f"XLA compiled it to {', '.join(x.compute_dtypes)} but the device has no faster "
-        "kernels for it"
-        if x.compute_dtypes
-        else "the device has no faster kernels for it"
-    )
+    compiled = f"XLA compiled it to {', '.join(x.compute_dtypes)} but " if x.compute_dtypes else ""
     width = "" if x.width is None else f" width {x.width}"
+    loop = "with the batch on the device" if x.ratio_basis == "step" else "fed"
+    if x.basis == "peak" and x.peaks is not None:
+        steps = (
+            ""
+            if x.ratio is None
+            else f"; here its steps take {x.ratio:.2f}x float32's time per sample ({loop})"
+        )
+        return (
+            f"{x.precision} is emulated on {x.device}: its measured peak is "
+            f"{x.peak_ratio:.2f}x float32's ({units.rate(x.peaks[0], 'FLOP/s')} against "
+            f"{units.rate(x.peaks[1], 'FLOP/s')}): {compiled}the device has no faster "
+            f"kernels for it{steps}{dev}."
+        )
+    if x.basis == "step":
+        return (
+            f"{x.precision} is emulated on {x.device}{width}: {x.ratio:.2f}x float32's "
+            f"time per sample with the batch on the device, at the best batch of each "
+            f"({compiled}the device has no faster kernels for it; judged from the steps, this "
+            f"machine's peak per precision not being measured: `autoplace limits`){dev}."
+        )
     return (
-        f"{x.precision} is emulated on {x.device}{width}: {x.ratio:.2f}x float32{width}'s "
-        f"time per sample at the best batch of each ({why}){dev}."
+        f"{x.precision} runs {x.ratio:.2f}x float32's time per sample on "
+        f"{x.device}{width}, fed, at the best batch of each: the feeding is in these figures, "
+        "so they do not tell whether the device has faster kernels for it (`autoplace "
+        f"limits` measures its peak per precision){dev}."
     )
 
 
@@ -420,18 +534,26 @@ def _crossing(x: Crossover) -> str:
 
 def _even(x: BreakEven) -> str:
     steps = f"{x.steps:,.0f} steps" if x.steps >= 1 else "its first step"
+    start = "device start-up once a process, " if any(x.device_start_s) else ""
     return (
         f"{x.slow_start} starts {units.seconds(x.one_off_s[0] - x.one_off_s[1])} later "
-        f"(lowering, compile, first call) than {x.fast_start} but runs each sample "
+        f"({start}lowering, compile, first call) than {x.fast_start} but runs each sample "
         f"{units.seconds(x.per_sample_s[1] - x.per_sample_s[0])} faster: it finishes first "
         f"after {units.count(x.samples)} samples ({steps})."
     )
 
 
-def _memory(m: Mapping[str, float], label: str) -> str:
+def _memory(m: Mapping[str, Any], label: str) -> str:
+    line = (
+        f"{units.size(m['per_sample_bytes'])} per sample and no fixed part (XLA's figures; "
+        "a least-squares line put its fixed part below zero, so it is held at zero and the "
+        "slope fitted alone)"
+        if m["fit"] == "through zero"
+        else f"{units.size(m['fixed_bytes'])} plus {units.size(m['per_sample_bytes'])} per "
+        "sample (XLA's figures, a least-squares line)"
+    )
     return (
-        f"Memory on {label}: {units.size(m['fixed_bytes'])} plus "
-        f"{units.size(m['per_sample_bytes'])} per sample (XLA's figures): the largest batch "
+        f"Memory on {label}: {line}: the largest batch "
         f"leaving {units.percent(m['margin'])} of "
         f"{units.size(m['limit_bytes'])} free is {m['largest_batch']:,.0f} "
         f"({m['largest_power_of_two']:,.0f} as a power of two)."

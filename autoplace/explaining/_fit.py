@@ -26,6 +26,7 @@ import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -193,14 +194,46 @@ def _solve(points: Sequence[Point]) -> tuple[float, float]:
     return float(fixed), float(per_sample)
 
 
-def fit_memory(points: Sequence[tuple[int, float]]) -> tuple[float, float] | None:
-    """``(m0, m1)``: peak bytes ``= m0 + m1·b`` by least squares (``m1 >= 0``), or ``None``
-    without two distinct batch sizes."""
+#: A fixed part of a memory line this close to zero (relative to the largest peak) is zero
+#: rounded: a line through zero itself, not a fit to hold at zero.
+ROUNDING = 1e-9
+#: How a memory line was fitted (see :func:`fit_memory`).
+MemoryFit = Literal["least squares", "through zero", "flat"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryLine:
+    """Peak bytes ``= fixed + per_sample·b``.
+
+    Attributes:
+        fixed: ``m0``, bytes whatever the batch (never negative).
+        per_sample: ``m1``, bytes per sample (never negative).
+        fit: ``least squares`` (the plain fit, both parts at least 0); ``through zero``
+            (the plain fit put the fixed part below zero, which no program has: fitted
+            again with it held at 0, the least squares of the slope alone); ``flat`` (the
+            peak fell with the batch: their mean, nothing per sample).
+    """
+
+    fixed: float
+    per_sample: float
+    fit: MemoryFit = "least squares"
+
+    def at(self, batch: float) -> float:
+        return self.fixed + self.per_sample * batch
+
+
+def fit_memory(points: Sequence[tuple[int, float]]) -> MemoryLine | None:
+    """The memory line through ``points`` (batch, peak bytes) by least squares with both
+    parts at least 0 (see :class:`MemoryLine`: where the plain fit gives a negative part,
+    the constrained one holds it at 0 and fits the other alone), or ``None`` without two
+    distinct batch sizes."""
     if len({b for b, _ in points}) < 2:
         return None
     b = np.array([b for b, _ in points], dtype=float)
     m = np.array([m for _, m in points], dtype=float)
     per_sample, fixed = np.polyfit(b, m, 1)
     if per_sample < 0:
-        return float(np.mean(m)), 0.0
-    return float(fixed), float(per_sample)
+        return MemoryLine(float(np.mean(m)), 0.0, "flat")
+    if fixed < -ROUNDING * np.max(np.abs(m)):  # the least squares of m = m1·b
+        return MemoryLine(0.0, float(np.sum(b * m) / np.sum(b * b)), "through zero")
+    return MemoryLine(max(0.0, float(fixed)), float(per_sample))

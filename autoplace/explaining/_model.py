@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 
 from autoplace.config import Config
-from autoplace.explaining._fit import Line, Point, fit_line, fit_memory
+from autoplace.explaining._fit import Line, MemoryLine, Point, fit_line, fit_memory
 from autoplace.measurement import Measurement
 
 #: Chunks a loop needs to count as timed: fewer is a glance (one chunk, right after the
@@ -28,12 +28,16 @@ class ArmModel:
             chunk, are left out).
         fed: the fed loop's line (a fresh host batch each step), if determined.
         put: the line of one batch's put on the device (a median of at least three).
-        one_off_s: lowering + compile + first call, median over its configurations.
-        memory: ``(m0, m1)``: peak bytes ``= m0 + m1·b``, if determined.
+        one_off_s: lowering + compile + first call, median over its configurations (the
+            device's start-up, once a process, is not in it: :func:`device_starts`).
+        memory: peak bytes ``= m0 + m1·b`` (both at least 0), if determined.
         measured: the batch sizes that ran.
         fails_from: the smallest batch that did not fit or timed out, if any.
         compute_dtypes: the dtypes its compiled step computes in (from XLA).
         deviation: its output's deviation from float32 (largest measured), if known.
+        least_step_s: its fastest step with the batch on the device, of those timed
+            (``TIMED_CHUNKS`` chunks at least): a bound on that step's own fixed cost,
+            where too few were timed for a line.
     """
 
     arm: Arm
@@ -41,11 +45,12 @@ class ArmModel:
     fed: Line | None
     put: Line | None
     one_off_s: float | None
-    memory: tuple[float, float] | None
+    memory: MemoryLine | None
     measured: tuple[int, ...]
     fails_from: int | None = None
     compute_dtypes: tuple[str, ...] = ()
     deviation: float | None = None
+    least_step_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -77,17 +82,32 @@ class ArmModel:
             "put": self.put.as_dict() if self.put else None,
             "transfer_per_sample_s": self.transfer_per_sample,
             "one_off_s": self.one_off_s,
-            "memory_fixed_bytes": self.memory[0] if self.memory else None,
-            "memory_per_sample_bytes": self.memory[1] if self.memory else None,
+            "memory_fixed_bytes": self.memory.fixed if self.memory else None,
+            "memory_per_sample_bytes": self.memory.per_sample if self.memory else None,
+            "memory_fit": self.memory.fit if self.memory else None,
             "compute_dtypes": list(self.compute_dtypes),
             "deviation_vs_float32": self.deviation,
         }
 
 
 def one_off(m: Measurement) -> float | None:
-    """Lowering + compile + first call: what a fresh process pays once."""
+    """Lowering + compile + first call: what a fresh process pays once for this
+    configuration (its device's start-up, once a process whatever it runs, apart: see
+    :func:`device_starts`)."""
     parts = (m.lower_s, m.compile_s, m.first_call_s)
     return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+
+
+def device_starts(figures: Mapping[Config, Measurement]) -> dict[str, float]:
+    """Each device's start-up in a fresh process (``Measurement.device_init_s``: backend
+    and context, an accelerator's autotuner), the median of those measured: set only on
+    the first configuration a process measures on a device, it is the device's, paid once
+    a process, not a configuration's. A device none was measured for is left out."""
+    by_device: dict[str, list[float]] = {}
+    for m in figures.values():
+        if m.device_init_s is not None:
+            by_device.setdefault(m.device, []).append(m.device_init_s)
+    return {d: statistics.median(xs) for d, xs in by_device.items()}
 
 
 def arm_models(figures: Mapping[Config, Measurement]) -> dict[Arm, ArmModel]:
@@ -103,10 +123,10 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
     capped = [m.batch_size for m in ms if m.status in ("oom", "too_big", "timeout")]
     # A glance at the steady loop (one chunk right after the first call, what the search
     # takes of the loop it does not rank on) is too rough for a line.
+    timed = [m for m in ran if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS]
     step = [
-        Point(m.batch_size, m.step_s, m.step_spread or 0.0, m.step_samples or 1)
-        for m in ran
-        if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS
+        Point(m.batch_size, m.step_s, m.step_spread or 0.0, m.step_samples or 1)  # type: ignore[arg-type]
+        for m in timed
     ]
     puts = [Point(m.batch_size, m.transfer_s) for m in ran if m.transfer_s]
     fed = [
@@ -129,4 +149,5 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
         fails_from=min(capped) if capped else None,
         compute_dtypes=dtypes,
         deviation=max(deviations) if deviations else None,
+        least_step_s=min((m.step_s for m in timed), default=None),  # type: ignore[type-var]
     )

@@ -269,7 +269,8 @@ def _run_length(
     drawn: list[tuple[str, str, int | None]] = []
     finish: list[float] = []
     for m in timed:
-        ys = [finish_s(m, s) or 0.0 for s in samples]
+        start = explanation.device_start.get(m.device, 0.0)  # once a process
+        ys = [finish_s(m, s, start) or 0.0 for s in samples]
         finish += ys
         dash = _DASHES[drawn.count(arm_key(m)) % len(_DASHES)]  # an arm's finalists apart
         drawn.append(arm_key(m))

@@ -75,10 +75,12 @@ def test_time_falling_with_the_batch_is_all_fixed_cost():
 
 
 def test_memory_line():
-    fixed, each = fit_memory([(b, 5e6 + 3e3 * b) for b in (16, 64, 256)])
-    assert fixed == pytest.approx(5e6) and each == pytest.approx(3e3)
+    line = fit_memory([(b, 5e6 + 3e3 * b) for b in (16, 64, 256)])
+    assert line.fixed == pytest.approx(5e6) and line.per_sample == pytest.approx(3e3)
+    assert line.fit == "least squares"
     assert fit_memory([(16, 1e6)]) is None
-    assert not math.isnan(fit_memory([(16, 2e6), (32, 1e6)])[0])
+    flat = fit_memory([(16, 2e6), (32, 1e6)])
+    assert not math.isnan(flat.fixed) and (flat.per_sample, flat.fit) == (0.0, "flat")
 
 
 def test_small_batches_that_do_not_fill_the_device_are_left_below_the_line():
@@ -92,3 +94,10 @@ def test_small_batches_that_do_not_fill_the_device_are_left_below_the_line():
     assert line.below_at == 2 and line.below == pytest.approx(1.0, rel=0.01)
     assert line.per_sample == pytest.approx(2e-6, rel=1e-6)
     assert line.departs_at is None
+
+
+def test_a_memory_line_through_zero_itself_is_no_constrained_fit():
+    # Exactly 1000 B a sample: the plain fit's fixed part is -2e-9 B, zero rounded.
+    line = fit_memory([(b, 1000.0 * b) for b in (256, 2048, 4096)])
+    assert (line.fixed, line.fit) == (0.0, "least squares")
+    assert line.per_sample == pytest.approx(1000.0)

@@ -1,0 +1,91 @@
+"""The synthetic GPU of tests/synthetic.py keeps the shape of the H200 reference
+(``../shared/gpu-reference/h200-2026-11-26/``), and a tune on it is explained from it."""
+
+import pytest
+from synthetic import (
+    GPU_COMPILE,
+    GPU_FLOOR,
+    GPU_INIT,
+    GPU_KIND,
+    PUT_BANDWIDTH,
+    PUT_FIXED,
+    SIDE_BY_SIDE,
+    SyntheticBackend,
+    synthetic_limits,
+)
+
+import autoplace
+from autoplace import Config, MeasureRequest, MeasureSettings
+
+
+def request(device="gpu:0", batch=4096, precision="float32", **settings):
+    c = Config(device, batch, precision, None)
+    return MeasureRequest("m.py", "0", "synthetic", c, MeasureSettings(**settings))
+
+
+def test_its_figures_have_the_references_shape():
+    backend = SyntheticBackend(devices=("gpu:0", "cpu:0"))
+    (gpu,) = [d for d in backend.devices() if d.name == "gpu:0"]
+    assert (gpu.platform, gpu.kind) == ("gpu", GPU_KIND)
+    m = backend.measure(request(prefetch_time_cap_s=0.5))
+    # The put: a fixed part, then the bytes of 4096 float32 MNIST samples at ~9 GB/s.
+    assert m.batch_bytes == 4096 * 3136
+    assert m.transfer_s == pytest.approx(PUT_FIXED + m.batch_bytes / PUT_BANDWIDTH, rel=0.02)
+    # Resident 45-86 µs, above the floor; prefetched between resident and fed.
+    assert GPU_FLOOR < 45e-6 <= m.step_s <= 86e-6
+    assert m.step_s < m.prefetch_step_s < m.fed_step_s
+    assert m.fed_step_s == pytest.approx(m.transfer_s + m.step_s)
+    assert m.step_samples >= 3  # timed in full: the request gave it a time cap
+    half = backend.measure(request(precision="bfloat16"))
+    assert half.batch_bytes == m.batch_bytes // 2 and half.prefetch_step_s is None
+    assert backend.measure(request(time_cap_s=0.0)).step_samples == 1  # a glance
+    cpu = backend.measure(request("cpu:0", prefetch_time_cap_s=0.5))
+    assert cpu.step_s < cpu.prefetch_step_s < cpu.fed_step_s and cpu.device_init_s is None
+    assert backend.measure(request("cpu:0")).step_samples is None  # as before: the CPU's
+
+
+def test_a_process_starts_the_gpu_once():
+    backend = SyntheticBackend(devices=("gpu:0", "cpu:0"))
+    first, second = (backend.measure(request(batch=b)) for b in (32, 64))
+    assert (first.device_init_s, second.device_init_s) == (GPU_INIT, None)
+    fresh = backend.measure_fresh([request(batch=b) for b in (32, 64)])
+    assert [m.device_init_s for m in fresh] == [GPU_INIT, GPU_INIT]  # a process each
+    assert backend.measure(request(batch=128)).device_init_s is None  # the shared one's
+
+
+@pytest.mark.parametrize(("side_by_side", "factor"), [(False, 1.0), (True, 2 * SIDE_BY_SIDE)])
+def test_compiles_side_by_side_slow_down_as_the_references_did(side_by_side, factor):
+    backend = SyntheticBackend(devices=("gpu:0", "cpu:0"), side_by_side=side_by_side)
+    group = [request(precision=p) for p in ("float32", "bfloat16", "float16")]
+    assert [m.compile_s for m in backend.measure_together(group)] == [GPU_COMPILE * factor] * 3
+    (alone,) = backend.measure_together(group[:1])
+    assert alone.compile_s == GPU_COMPILE
+    cpu = backend.measure_together([request("cpu:0", precision=p) for p in ("float32", "bfloat16")])
+    assert [m.compile_s for m in cpu] == [0.1, 0.1]  # CPU compiles keep their figures
+
+
+def test_its_limits_are_the_references():
+    gpu = synthetic_limits().of("gpu:0")
+    assert gpu.dispatch_floor.median == GPU_FLOOR == 41.6e-6
+    assert gpu.host_to_device.median == 32.7e9
+    assert gpu.peak_flops["bfloat16"].median / gpu.peak_flops["float32"].median > 1.8
+
+
+def test_a_tune_on_it_names_the_put_as_the_fixed_cost(tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    result = autoplace.tune(
+        model,
+        devices=("gpu:0", "cpu:0"),
+        precisions=("float32", "bfloat16"),
+        storage=f"journal:///{tmp_path / 's.log'}",
+        out=tmp_path / "autoplace.toml",
+        backend=SyntheticBackend(devices=("gpu:0", "cpu:0")),
+    )
+    assert result.best.config.device == "gpu:0"
+    explanation = result.explanation
+    assert explanation.fixed_cost.cause == "put"
+    (said,) = [s for s in explanation.sentences if "a step costs a fixed" in s]
+    assert "(putting the batch on the device:" in said and "dispatch" not in said
+    doc = autoplace.recommendation.read(result.out)
+    assert doc["explanation"]["fixed_cost"]["cause"] == "put"
