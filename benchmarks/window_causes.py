@@ -7,9 +7,10 @@ For a few configurations of one model file's workload, each round times:
   batch put each step, state donated, 0.3 s of warm-up, then ``--seconds`` timed);
 * autoplace's confirmation window as the tune runs it (``measure_fresh``: every
   configuration in a fresh worker of its own, their timed chunks in turns across the
-  processes), and variants of it that each change one thing: a longer warm-up, a longer
-  window, one configuration a window (no turns across processes), turns that alternate
-  less finely (longer chunks).
+  processes), and variants of it that each change one thing: a warm-up, a longer window,
+  one configuration a window (no turns across processes);
+* a search group as the tune runs it (``measure_together`` in the shared worker), and
+  with a warm-up.
 
 Each figure is divided by the reference's median of the same round's configuration: 1.0
 is the plain loop's figure. The spread of those ratios over the rounds, per variant, says
@@ -47,23 +48,36 @@ from autoplace.workload import ModelFile
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def confirm_settings() -> MeasureSettings:
-    """The settings a tune's confirmation window measures with."""
-    return phase_settings(MeasureSettings(), make_objective("throughput"))[Phase.CONFIRM]
+def phase(name: Phase) -> MeasureSettings:
+    """The settings a tune's phase measures with."""
+    return phase_settings(MeasureSettings(), make_objective("throughput"))[name]
 
 
 #: Each variant: how it changes the confirmation's settings, and whether its
 #: configurations share one window (in turns across processes) or each has its own.
-VARIANTS: dict[str, tuple[Callable[[MeasureSettings], MeasureSettings], bool]] = {
-    "window as tuned": (lambda s: s, True),
-    "warm-up 0.1 s together": (lambda s: dataclasses.replace(s, warmup_s=0.1), True),
-    "warm-up 0.3 s together": (lambda s: dataclasses.replace(s, warmup_s=0.3), True),
-    "warm-up 0.3 s, window 0.5 s": (
-        lambda s: dataclasses.replace(s, warmup_s=0.3, fed_time_cap_s=0.5),
-        True,
+VARIANTS: dict[str, tuple[Phase, Callable[[MeasureSettings], MeasureSettings], str]] = {
+    "window as tuned": (Phase.CONFIRM, lambda s: s, "window"),
+    "window, warm-up 0.2 s together": (
+        Phase.CONFIRM,
+        lambda s: dataclasses.replace(s, warmup_s=0.2),
+        "window",
     ),
-    "window 1 s": (lambda s: dataclasses.replace(s, fed_time_cap_s=1.0), True),
-    "alone, warm-up 0.3 s": (lambda s: dataclasses.replace(s, warmup_s=0.3), False),
+    "window, warm-up 0.2 s, 0.5 s": (
+        Phase.CONFIRM,
+        lambda s: dataclasses.replace(s, warmup_s=0.2, fed_time_cap_s=0.5),
+        "window",
+    ),
+    "alone, warm-up 0.3 s, 1 s": (
+        Phase.CONFIRM,
+        lambda s: dataclasses.replace(s, warmup_s=0.3, fed_time_cap_s=1.0),
+        "alone",
+    ),
+    "search group as tuned": (Phase.SEARCH, lambda s: s, "shared"),
+    "search group, warm-up 0.1 s": (
+        Phase.SEARCH,
+        lambda s: dataclasses.replace(s, warmup_s=0.1),
+        "shared",
+    ),
 }
 
 
@@ -73,17 +87,20 @@ def window_figures(
     workload: str,
     configs: Sequence[Config],
     settings: Sequence[MeasureSettings],
-    together: bool,
+    how: str,
 ) -> list[float | None]:
-    """Each configuration's fed samples/s in a window (``together``) or alone."""
+    """Each configuration's fed samples/s: in a window of fresh processes, each alone in
+    a fresh process, or as a search group in the shared worker."""
     requests = [
         MeasureRequest(str(model.path), model.sha256, workload, c, s)
         for c, s in zip(configs, settings, strict=True)
     ]
-    if together:
+    if how == "window":
         found = backend.measure_fresh(requests)
-    else:
+    elif how == "alone":
         found = [backend.measure_fresh([r])[0] for r in requests]
+    else:
+        found = backend.measure_together(requests)
     return [m.fed_samples_per_s if m.status == "ok" else None for m in found]
 
 
@@ -103,11 +120,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             reference = session.rounds(f"reference-{r}", plain, 1, timing)
             ref = {s.config: s.samples_per_s for s in reference.summaries}
             order = configs if r % 2 == 0 else configs[::-1]
-            for name, (change, together) in VARIANTS.items():
+            for name, (when, change, how) in VARIANTS.items():
                 if args.variants and name not in args.variants:
                     continue
-                settings = [change(confirm_settings()) for _ in order]
-                figures = window_figures(backend, model, args.workload, order, settings, together)
+                settings = [change(phase(when)) for _ in order]
+                figures = window_figures(backend, model, args.workload, order, settings, how)
                 for c, f in zip(order, figures, strict=True):
                     p = plain[configs.index(c)]
                     rows.append(

@@ -30,7 +30,7 @@ def time_steps(
     """Median seconds per step, its relative spread, and the number of chunks timed.
 
     Stops once ``settings.min_samples`` chunks agree within ``settings.target_spread``,
-    or at ``settings.max_samples``, or past ``cap_s`` with at least three chunks; a
+    or at ``settings.max_samples``, or past ``cap_s`` with at least ``settings.min_chunks``; a
     ``cap_s`` of 0 times a single chunk.
 
     ``run_chunk(k)`` runs ``k`` steps, blocks until they are done and returns the
@@ -93,7 +93,7 @@ def time_interleaved(
     chunks agree within ``settings.target_spread``, or, with several loops, every
     two loops' turn-by-turn ratios do (drift moves both loops of a turn, so their
     ratio settles long before their times do); else at ``max_samples``, or past
-    ``cap_s`` per loop with at least three chunks each. A ``cap_s`` of 0 is a glance,
+    ``cap_s`` per loop with at least ``min_chunks`` chunks each. A ``cap_s`` of 0 is a glance,
     for a loop nothing is ranked on: each loop's one sample is the step timed for its
     guess. Returns, per loop, the seconds per step of each chunk in the order timed:
     chunk ``i`` of every loop ran within one turn, so loops can be compared chunk by
@@ -118,7 +118,7 @@ def time_interleaved(
         if n >= settings.min_samples and _settled(live(), settings.target_spread):
             return True
         return n >= settings.max_samples or (
-            n >= 3 and time.perf_counter() - start >= cap_s * len(live())
+            n >= settings.min_chunks and time.perf_counter() - start >= cap_s * len(live())
         )
 
     while not enough(len(samples[0])):

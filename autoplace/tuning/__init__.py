@@ -44,6 +44,9 @@ from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
 from autoplace.tuning._verdict import (
     CONFIRM_REACH,
+    LIST_REACH,
+    MAX_WINDOWS,
+    RESOLUTION,
     Standing,
     confirmation_window,
     duel,
@@ -58,10 +61,13 @@ __all__ = [
     "DEFAULT_BATCH_SIZES",
     "DUEL_CAP_S",
     "EQUIVALENT",
+    "LIST_REACH",
     "MAX_GROUP",
+    "MAX_WINDOWS",
     "MIN_WINDOWS",
     "OBJECTIVES",
     "QUIET_WAIT_S",
+    "RESOLUTION",
     "SEARCH_CAP_S",
     "BusyPolicy",
     "Climb",

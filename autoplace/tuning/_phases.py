@@ -30,6 +30,13 @@ from autoplace.study import StoredPhase
 SEARCH_CAP_S = 0.2
 CONFIRM_CAP_S = 0.25
 DUEL_CAP_S = 0.5
+#: A window's fresh processes first run their loops untimed for this long, all at once: a
+#: fresh process's first chunks ran 20-50% slower than its later ones (page faults of its
+#: allocator's first buffers), and three chunks, one of them that first, made a window's
+#: figure move by 11% from one window to the next (issue 36, docs/measurement.md).
+WINDOW_WARMUP_S = 0.3
+#: The chunks a window's ranked loop times at least, whatever its cap.
+WINDOW_CHUNKS = 6
 #: While searching for throughput, a configuration whose every one of its first four turns
 #: takes more than this many times the group's reference's time per sample stops being
 #: timed: it is 20% behind the best so far, further than any finalist may be
@@ -83,7 +90,8 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         transfer_cap_s=settings.transfer_cap_s if objective.name == "latency" else 0.0,
         warmup_steps=min(settings.warmup_steps, 1 if objective.loop == "step" else 0),
     )
-    confirming = dataclasses.replace(quick, deviation=settings.deviation)
+    windows = dataclasses.replace(quick, warmup_s=WINDOW_WARMUP_S, min_chunks=WINDOW_CHUNKS)
+    confirming = dataclasses.replace(windows, deviation=settings.deviation)
     searching = dataclasses.replace(
         quick, stop_behind=STOP_BEHIND if objective.name == "throughput" else None
     )
@@ -91,6 +99,6 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         Phase.SEARCH: ranking(searching, SEARCH_CAP_S),
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
-        Phase.REMEDY: ranking(quick, CONFIRM_CAP_S),
-        Phase.FUSE: ranking(quick, CONFIRM_CAP_S),
+        Phase.REMEDY: ranking(windows, CONFIRM_CAP_S),
+        Phase.FUSE: ranking(windows, CONFIRM_CAP_S),
     }

@@ -52,6 +52,9 @@ from autoplace.tuning._space import Arm, Space, arm_of
 
 #: Configurations whose search score is within this of the search's best are finalists.
 CONFIRM_REACH = 0.20
+#: What the pick could not be told apart from, on the search's figures alone, lies within
+#: this of it there: the closest a plain loop tells configurations apart (issue 36).
+LIST_REACH = 0.10
 
 __all__ = ["CONFIRM_REACH", "EQUIVALENT", "Standing", "standing"]
 
@@ -157,13 +160,16 @@ class Standing:
     def equivalent(self) -> list[tuple[Scored, Comparison]]:
         """The configurations the pick could not be told apart from (their ratio's interval
         holds 1) or is equal to beyond doubt, closest first: confirmed finalists first,
-        then the search's near contenders (:func:`near_reach`) on its figures, those the
-        search alone saw ahead of the pick included (no window measured them against it:
-        nothing shows the pick as good, let alone better)."""
+        then the search's near contenders on its figures, within :data:`LIST_REACH` of the
+        pick there (on a busy machine, any), those the search alone saw ahead of the pick
+        included (no window measured them against it: nothing shows the pick as good, let
+        alone better). The search's figures come from a worker shared with other
+        configurations, which read 6-58% above a plain loop in fresh processes (issue 36),
+        so its interval alone would list configurations 30% behind."""
         told = ("equal", "undecided")
         found = [sc for sc in self._compared(True) if sc[1].verdict in told]
         found.sort(key=lambda sc: sc[1].ratio)
-        reach = near_reach(self.search_noise) if self.search_noise else CONFIRM_REACH
+        reach = LIST_REACH
         busy = self.interference is not None and self.interference.busy
         rest = [
             sc
@@ -362,7 +368,6 @@ def _rank(
                         noise,
                         pick.config,
                         s.config,
-                        comparisons=len(others),
                         per_window=per_window,
                         basis="windows in fresh processes",
                     ),
@@ -547,22 +552,35 @@ def confirmation_window(
 
 #: The most finalists a duel times beside the pick.
 DUEL_RIVALS = 3
+#: The most windows the pick is timed in: the confirmation's, then duels.
+MAX_WINDOWS = 4
+#: The half-width a comparison's interval is worth narrowing to with another window, on a
+#: quiet machine: a plain loop's figures spread by 3-8% across fresh processes there
+#: (issue 36), so two configurations' ratio is known to about this much at best.
+RESOLUTION = 0.10
 
 
 def duel(now: Standing) -> list[Config]:
     """The pick and the confirmed finalists it could not be told apart from (closest first,
-    at most :data:`DUEL_RIVALS` of them), to be timed in one more, longer window, when the
-    confirmation windows left them undecided and one more window could settle it
-    (:func:`._margin.could_decide`). None once the pick has had more than
-    :data:`MIN_WINDOWS` windows (its duel), or when nothing undecided could be settled."""
+    at most :data:`DUEL_RIVALS` of them), to be timed in one more, longer window, while
+    the windows so far left them undecided and one more window could settle it
+    (:func:`._margin.could_decide`) or narrow an interval wider than :data:`RESOLUTION`
+    either way: "they cannot be told apart" then says so within the machine's resolution,
+    not within ±40%. None once the pick has had :data:`MAX_WINDOWS` windows, or on a busy
+    machine (its windows' spread is the machine's, not the configurations': more of them
+    would not narrow it)."""
     best = now.best
-    if best is None or not best.confirmed or len(best.rounds) > MIN_WINDOWS:
+    if best is None or not best.confirmed or len(best.rounds) >= MAX_WINDOWS:
+        return []
+    if now.interference is not None and now.interference.busy:
         return []
     assert now.noise is not None
     undecided = [
         s.config
         for s, c in now.equivalent
-        if s.confirmed and c.verdict == "undecided" and could_decide(c, now.noise)
+        if s.confirmed
+        and c.verdict == "undecided"
+        and (could_decide(c, now.noise) or c.high / c.low > ((1 + RESOLUTION) / (1 - RESOLUTION)))
     ][:DUEL_RIVALS]
     if not undecided:
         return []

@@ -133,9 +133,20 @@ def test_an_undecided_pick_gets_one_duel_window_where_it_could_settle_it(windows
         assert tuning.duel(now) == []
 
 
-def test_no_duel_where_one_more_window_could_not_settle_anything():
-    # 6% ahead, each window moving by 10%: a third window would leave them as undecided
+def test_a_duel_narrows_an_interval_wider_than_the_resolution_though_it_settles_nothing():
+    # 6% ahead, each window moving by 10%: a third window would leave them as undecided,
+    # but their interval is far wider than the machine's resolution: one more narrows it
     rows = {c: r[:2] for c, r in confirmed_pair(0.0100, 0.0094, 0.10).items()}
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    c = now.closest[1]
+    assert c.verdict == "undecided" and c.high / c.low > 1.1 / 0.9
+    assert sorted(tuning.duel(now)) == sorted([now.best.config, now.closest[0].config])
+
+
+def test_no_duel_once_the_pick_has_the_most_windows():
+    rows = confirmed_pair(0.0100, 0.0094, 0.10)
+    assert all(len(r) >= tuning.MAX_WINDOWS for r in rows.values()), "the helper gives enough"
+    rows = {c: r[: tuning.MAX_WINDOWS] for c, r in rows.items()}
     now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
     assert now.closest[1].verdict == "undecided" and tuning.duel(now) == []
 
