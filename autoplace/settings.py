@@ -72,8 +72,8 @@ class MeasureSettings:
             raise BadInputError(f"settle time must not be negative, got {self.settle_s}")
         if self.min_samples < 1 or self.max_samples < self.min_samples:
             raise BadInputError("need 1 <= min_samples <= max_samples")
-        if not 1 <= self.min_chunks <= self.max_samples:
-            raise BadInputError("need 1 <= min_chunks <= max_samples")
+        if self.min_chunks < 1:
+            raise BadInputError(f"min_chunks must be at least 1, got {self.min_chunks}")
 
 
 @dataclasses.dataclass(frozen=True)
