@@ -31,8 +31,11 @@ class MeasureSettings:
     #: three chunks moved by 11% between windows (issue 36), the first chunk after a cold
     #: start being one of the three.
     min_chunks: int = 3
-    #: Then untimed steps until this much time has passed: a fresh process's first fraction
-    #: of a second runs slow (its allocator, caches and thread pool settling).
+    #: Untimed steps for about this long before a loop's first timed chunk, in its own
+    #: turn (the others idle): a fresh process's first fraction of a second runs slow (its
+    #: allocator's first pages, its thread pool and caches settling). Run side by side
+    #: instead, the warm-up left the processes' timed loops sharing the cores with
+    #: runnable threads for seconds after (issue 36, docs/measurement.md).
     warmup_s: float = 0.0
     min_samples: int = 5
     max_samples: int = 40

@@ -28,7 +28,6 @@ each phase sets them, and turns them into a ``Measurement`` in one place.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import functools
 import gc
@@ -65,13 +64,7 @@ from autoplace.measuring._setup import (
     transfer,
     user_phase,
 )
-from autoplace.measuring._timing import (
-    LoopTiming,
-    compiles_alone,
-    loops,
-    time_interleaved,
-    warmed_loop,
-)
+from autoplace.measuring._timing import LoopTiming, compiles_alone, loops, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
     all_finite,
@@ -241,7 +234,6 @@ class Engine:
                 on_progress(Progress(i, f"first call of {run.request.config.label()}"))
             self._finish_set_up(run)
         loop = requests[0].settings
-        self.warm_up(runs, loop)
 
         def turn(n: int) -> None:
             if on_progress is not None:
@@ -251,16 +243,6 @@ class Engine:
             self._time(runs, name, loop, cap, turn)
         together = uuid.uuid4().hex if len(runs) > 1 else None
         return self.finish(runs, together)
-
-    def warm_up(self, runs: Sequence[Run], settings: MeasureSettings) -> None:
-        """Each live run's ranked loop, untimed, for ``settings.warmup_s`` (see
-        :meth:`Run.warm_up`); a failure is the run's own."""
-        if settings.warmup_s <= 0:
-            return
-        for run in runs:
-            if run.failure is None:
-                with contextlib.suppress(ConfigFailure):
-                    run.warm_up(warmed_loop(settings), settings.warmup_s)
 
     def prepare(self, request: MeasureRequest, fresh_process: bool = False) -> Run:
         """Phases 1-6 for one configuration: a run ready to be timed (its chunks, by

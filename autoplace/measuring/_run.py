@@ -126,15 +126,6 @@ class Run:
             self.chunk(self.request.settings.warmup_steps)
         return self.chunk(1, loop)
 
-    def warm_up(self, loop: Loop, seconds: float) -> None:
-        """Untimed steps of ``loop`` until ``seconds`` have passed: a fresh process's first
-        fraction of a second runs slow (fresh pages for its buffers, its thread pool and
-        caches settling), and a figure that holds it reads low (issue 36: windows as tuned
-        read 0.79 of a plain loop's figure, 0.99 after 0.3 s of warm-up)."""
-        until = time.perf_counter() + seconds
-        while time.perf_counter() < until:
-            self.chunk(1, loop)
-
     def timed(self, loop: Loop, timing: LoopTiming) -> None:
         """Keep ``loop``'s timing."""
         if loop == "step":

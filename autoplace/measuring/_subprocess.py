@@ -59,7 +59,7 @@ from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, Work
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress, with_figures
 from autoplace.measuring._forkserver import Forked, ForkServer, start_python
-from autoplace.measuring._timing import compiles_alone, loops, time_interleaved, warmed_loop
+from autoplace.measuring._timing import compiles_alone, loops, time_interleaved
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
 
@@ -582,7 +582,6 @@ class _FreshWindow:
                     f"a fresh measurement worker failed to start: {why}; see {worker.kept_log()}"
                 )
         live = self._prepare()
-        live = self._warm_up(live)
         settings = self.requests[0].settings
         timed: dict[int, dict[str, list[float]]] = {i: {} for i in live}
         start = time.perf_counter()
@@ -633,26 +632,6 @@ class _FreshWindow:
             except _Dropped as dropped:
                 self.results[i] = dropped.measurement
         return live
-
-    def _warm_up(self, live: list[int]) -> list[int]:
-        """Every live worker's ranked loop, untimed, for ``warmup_s``, all at once (a warm-up
-        needs no quiet: it settles each process's memory and threads, see
-        :meth:`~._run.Run.warm_up`); the workers still live."""
-        settings = self.requests[0].settings
-        if settings.warmup_s <= 0:
-            return live
-        self._tell(None, f"warming up {len(live)} fresh worker process(es)")
-        payload = (warmed_loop(settings), settings.warmup_s)
-        stops = {i: self.workers[i].send(("warm_up", payload)) for i in live}
-        kept = []
-        for i in live:
-            try:
-                self._answer(i, stops[i] or self.workers[i].answer(self.timeout, self.on_progress))
-                kept.append(i)
-            except _Dropped as dropped:
-                self.results[i] = dropped.measurement
-                self.workers[i].stop(kill=True)
-        return kept
 
     def _time(
         self, live: list[int], loop: str, cap: float, timed: dict[int, dict[str, list[float]]]
@@ -811,14 +790,9 @@ def _worker_main(fd: int, boot: dict[str, Any]) -> None:
                 run = engine.prepare(payload, fresh_process=True)
                 failed = run.failure is not None
                 reply = ("failed", run.result()) if failed else ("ok", None)
-            elif op in ("warm", "chunk", "warm_up"):
+            elif op in ("warm", "chunk"):
                 try:
-                    if op == "warm":
-                        value = run.warm(payload)
-                    elif op == "chunk":
-                        value = run.chunk(payload[1], payload[0])
-                    else:
-                        value = run.warm_up(*payload)
+                    value = run.warm(payload) if op == "warm" else run.chunk(payload[1], payload[0])
                     reply = ("ok", value)
                 except ConfigFailure:
                     reply = ("failed", run.result())

@@ -131,6 +131,8 @@ def time_interleaved(
                 continue
             per_step = float(np.median(taken)) if taken else guess
             untimed, k = _chunk_sizes(per_step, settings, alone)
+            if not taken and settings.warmup_s > 0:  # its first turn: the warm-up too
+                untimed = max(untimed, math.ceil(settings.warmup_s / max(per_step, 1e-7)))
             if untimed:
                 run(untimed)
             taken.append(run(k) / k)
@@ -192,11 +194,6 @@ def loops(settings: MeasureSettings) -> list[tuple[str, float]]:
     if settings.prefetch_time_cap_s > 0:
         out.append(("prefetch", settings.prefetch_time_cap_s))
     return out
-
-
-def warmed_loop(settings: MeasureSettings) -> str:
-    """The loop a warm-up runs: the one the measurement ranks on (the longest cap)."""
-    return max(loops(settings), key=lambda lc: lc[1])[0]
 
 
 def compiles_alone(platforms: Iterable[str]) -> bool:
