@@ -12,7 +12,17 @@ MEASURED: frozenset[str] = frozenset({"ok", "nonfinite"})
 
 
 #: Fields holding sequences: tuples here, lists in JSON.
-_TUPLES = ("compute_dtypes", "step_chunk_s", "fed_step_chunk_s", "environment")
+_TUPLES = (
+    "compute_dtypes",
+    "step_chunk_s",
+    "fed_step_chunk_s",
+    "prefetch_step_chunk_s",
+    "environment",
+)
+#: The timed loops: the batch resident on the device (``step``), a host batch put each
+#: step (``fed``), two puts kept in flight by a thread (``prefetch``).
+Loop = Literal["step", "fed", "prefetch"]
+LOOPS: tuple[Loop, ...] = ("step", "fed", "prefetch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +83,7 @@ class Measurement:
     #: prefetching input pipeline gets. ``None``: not timed (``prefetch_time_cap_s`` 0).
     prefetch_step_s: float | None = None
     prefetch_step_spread: float | None = None
+    prefetch_step_chunk_s: tuple[float, ...] = ()
     #: Host-to-device transfer of one batch, alone (median).
     transfer_s: float | None = None
     batch_bytes: int | None = None
@@ -146,6 +157,38 @@ class Measurement:
     #: Wall time of the whole measurement as seen by the caller (for configurations
     #: measured together, an equal share of the call).
     wall_s: float | None = None
+
+    def step_time(self, loop: Loop) -> float | None:
+        """Seconds a step of ``loop`` took (see :data:`Loop`)."""
+        return {"step": self.step_s, "fed": self.fed_step_s, "prefetch": self.prefetch_step_s}[loop]
+
+    def spread_of(self, loop: Loop) -> float | None:
+        """``loop``'s relative spread over its chunks."""
+        return {
+            "step": self.step_spread,
+            "fed": self.fed_step_spread,
+            "prefetch": self.prefetch_step_spread,
+        }[loop]
+
+    def chunks_of(self, loop: Loop) -> tuple[float, ...]:
+        """Seconds per step of each of ``loop``'s timed chunks, in the order timed."""
+        return {
+            "step": self.step_chunk_s,
+            "fed": self.fed_step_chunk_s,
+            "prefetch": self.prefetch_step_chunk_s,
+        }[loop]
+
+    def with_step_time(self, loop: Loop, seconds: float) -> Measurement:
+        """This measurement with ``loop``'s step at ``seconds`` (and its samples/s)."""
+        if loop == "step":
+            return dataclasses.replace(
+                self, step_s=seconds, samples_per_s=self.batch_size / seconds
+            )
+        if loop == "fed":
+            return dataclasses.replace(
+                self, fed_step_s=seconds, fed_samples_per_s=self.batch_size / seconds
+            )
+        return dataclasses.replace(self, prefetch_step_s=seconds)
 
     @property
     def measured(self) -> bool:

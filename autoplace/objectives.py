@@ -14,10 +14,17 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from autoplace.errors import BadInputError
-from autoplace.measurement import Measurement
+from autoplace.measurement import Loop, Measurement
 
 Direction = Literal["maximize", "minimize"]
 OBJECTIVES = ("throughput", "time-to-finish", "latency")
+#: How a training run feeds its steps: a host batch put on the device before each step
+#: (``put``, a plain loop), two puts kept in flight by a thread (``prefetch``:
+#: :func:`autoplace.prefetch`), or the data on the device already (``resident``).
+Feeding = Literal["put", "prefetch", "resident"]
+FEEDINGS: tuple[Feeding, ...] = ("put", "prefetch", "resident")
+#: The timed loop each feeding's step is.
+FEEDING_LOOP: dict[str, Loop] = {"put": "fed", "prefetch": "prefetch", "resident": "step"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,8 +36,9 @@ class Objective:
         direction: whether larger or smaller scores are better.
         unit: what the score is in, for display.
         run: the run length it was built with, recorded with the study.
-        loop: the timed loop the score rests on: ``fed`` (each step puts a fresh
-            host batch on the device) or ``step`` (the batch stays on the device).
+        loop: the timed loop the score rests on (:data:`~autoplace.measurement.Loop`):
+            ``fed`` (each step puts a fresh host batch on the device), ``prefetch`` (two
+            puts kept in flight) or ``step`` (the batch stays on the device).
     """
 
     name: str
@@ -38,30 +46,25 @@ class Objective:
     unit: str
     score_fn: Callable[[Measurement], float | None] = dataclasses.field(repr=False)
     run: dict[str, Any] = dataclasses.field(default_factory=dict)
-    loop: Literal["step", "fed"] = "fed"
+    loop: Loop = "fed"
 
     def score(self, m: Measurement) -> float | None:
         return self.score_fn(m) if m.measured else None
 
     def spread(self, m: Measurement) -> float:
         """The relative spread (IQR / median) of the loop the score rests on."""
-        value = m.step_spread if self.loop == "step" else m.fed_step_spread
-        return value or 0.0
+        return m.spread_of(self.loop) or 0.0
 
     def chunk_scores(self, m: Measurement) -> list[float]:
         """The score once per timed chunk of its loop (that chunk's time standing in
         for the median), in the order the chunks were timed."""
-        chunks = m.step_chunk_s if self.loop == "step" else m.fed_step_chunk_s
-        out = []
-        for t in chunks:
-            if self.loop == "step":
-                one = dataclasses.replace(m, step_s=t, samples_per_s=m.batch_size / t)
-            else:
-                one = dataclasses.replace(m, fed_step_s=t, fed_samples_per_s=m.batch_size / t)
-            score = self.score(one)
-            if score is not None:
-                out.append(score)
-        return out
+        scores = (self.score(m.with_step_time(self.loop, t)) for t in m.chunks_of(self.loop))
+        return [s for s in scores if s is not None]
+
+    @property
+    def feeding(self) -> Feeding:
+        """How the runs it scores feed their steps (see :data:`Feeding`)."""
+        return next(f for f, loop in FEEDING_LOOP.items() if loop == self.loop)
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` beats score ``b``."""
@@ -85,12 +88,28 @@ class Objective:
             return f"time to finish {self.run['samples']} samples (compile + first call + steps)"
         if self.name == "latency":
             return "latency of one step (transfer + step)"
-        return "throughput (samples/s, feeding host batches)"
+        return f"throughput (samples/s, {_FED[self.feeding]})"
 
 
-def throughput() -> Objective:
-    """Steady-state samples per second, including putting each host batch on the device."""
-    return Objective("throughput", "maximize", "samples/s", lambda m: m.fed_samples_per_s)
+#: How each feeding is said.
+_FED = {
+    "put": "feeding host batches",
+    "prefetch": "host batches prefetched",
+    "resident": "the data on the device",
+}
+
+
+def throughput(feeding: Feeding = "put") -> Objective:
+    """Steady-state samples per second, each step fed as ``feeding`` says (by default a
+    host batch put on the device before it, as a plain training loop does)."""
+    loop = FEEDING_LOOP[feeding]
+
+    def score(m: Measurement) -> float | None:
+        t = m.step_time(loop)
+        return m.batch_size / t if t else None
+
+    run = {} if feeding == "put" else {"feeding": feeding}
+    return Objective("throughput", "maximize", "samples/s", score, run, loop=loop)
 
 
 def latency() -> Objective:
@@ -105,7 +124,11 @@ def latency() -> Objective:
 
 
 def time_to_finish(
-    *, steps: int | None = None, samples: int | None = None, epochs: int | None = None
+    *,
+    steps: int | None = None,
+    samples: int | None = None,
+    epochs: int | None = None,
+    feeding: Feeding = "put",
 ) -> Objective:
     """Seconds to run a job: lower + compile + first call + the remaining fed steps.
 
@@ -130,18 +153,22 @@ def time_to_finish(
         if v is not None and v < 1:
             raise BadInputError(f"--{label} must be at least 1, got {v}")
     total = None if samples is None else samples * (epochs or 1)
+    loop = FEEDING_LOOP[feeding]
 
     def score(m: Measurement) -> float | None:
-        parts = (m.lower_s, m.compile_s, m.first_call_s, m.fed_step_s)
+        step = m.step_time(loop)
+        parts = (m.lower_s, m.compile_s, m.first_call_s, step)
         if any(p is None for p in parts):
             return None
         n = steps if steps is not None else math.ceil(total / m.batch_size)  # type: ignore[operator]
-        return m.lower_s + m.compile_s + m.first_call_s + (n - 1) * m.fed_step_s  # type: ignore[operator]
+        return m.lower_s + m.compile_s + m.first_call_s + (n - 1) * step  # type: ignore[operator]
 
     run: dict[str, Any] = {"steps": steps} if steps is not None else {"samples": total}
     if epochs is not None:
         run["epochs"] = epochs
-    return Objective("time-to-finish", "minimize", "s", score, run)
+    if feeding != "put":
+        run["feeding"] = feeding
+    return Objective("time-to-finish", "minimize", "s", score, run, loop=loop)
 
 
 def make_objective(
@@ -150,16 +177,29 @@ def make_objective(
     steps: int | None = None,
     samples: int | None = None,
     epochs: int | None = None,
+    feeding: str = "put",
 ) -> Objective:
-    """The objective called ``name`` (as typed on the command line).
+    """The objective called ``name`` (as typed on the command line), its steps fed as
+    ``feeding`` says (``put``, ``prefetch`` or ``resident``; latency puts its batch).
 
     A run length (``steps``, ``samples``, ``epochs``) counts only for time-to-finish;
-    given with another objective it is refused rather than silently ignored.
+    given with another objective it is refused rather than silently ignored; so is a
+    feeding other than ``put`` for latency (its step starts from the host by definition).
     """
+    if feeding not in FEEDINGS:
+        raise BadInputError(
+            f"unknown feeding {feeding!r}: use put (a host batch put before each step, as a "
+            "plain loop does), prefetch (two puts in flight) or resident (data on the device)"
+        )
     if name == "time-to-finish":
-        return time_to_finish(steps=steps, samples=samples, epochs=epochs)
+        return time_to_finish(steps=steps, samples=samples, epochs=epochs, feeding=feeding)  # type: ignore[arg-type]
     if name not in OBJECTIVES:
         raise BadInputError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
+    if name == "latency" and feeding != "put":
+        raise BadInputError(
+            f"--feeding {feeding} with --objective latency: latency is one batch from the "
+            "host, transfer and step; drop --feeding, or tune for throughput"
+        )
     given = [f"--{k}" for k, v in (("steps", steps), ("samples", samples), ("epochs", epochs)) if v]
     if given:
         them = "them" if len(given) > 1 else "it"
@@ -167,4 +207,4 @@ def make_objective(
             f"{' and '.join(given)} only count for --objective time-to-finish, and {name} "
             f"ignores {them}: drop {them}, or tune for time-to-finish"
         )
-    return throughput() if name == "throughput" else latency()
+    return throughput(feeding) if name == "throughput" else latency()  # type: ignore[arg-type]

@@ -111,8 +111,7 @@ def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: s
     def per_sample_of(arm: Any) -> dict[int, tuple[float, float]]:
         out = {}
         for c, m in figures.items():
-            seconds = m.fed_step_s if loop == "fed" else m.step_s
-            spread = m.fed_step_spread if loop == "fed" else m.step_spread
+            seconds, spread = m.step_time(loop), m.spread_of(loop)  # type: ignore[arg-type]
             if (c.device, c.precision, c.width) == arm and m.status == "ok" and seconds:
                 out[c.batch_size] = (seconds / c.batch_size, spread or 0.0)
         return out
@@ -288,7 +287,7 @@ def fixed_cost(model: ArmModel, loop: str, device: DeviceLimits | None) -> Fixed
     floor = device.dispatch_floor.median if device is not None else None
     put = basis = bound = None
     step_bound = False
-    if loop == "fed":
+    if loop in ("fed", "prefetch"):  # a put in each step's time, overlapped or not
         if model.step is not None:
             bound = model.step.fixed
         elif model.least_step_s is not None:

@@ -27,6 +27,7 @@ class ArmModel:
         step: the steady loop's line (batch on the device), if determined (glances, one
             chunk, are left out).
         fed: the fed loop's line (a fresh host batch each step), if determined.
+        prefetch: the prefetched loop's line (two puts in flight), if determined.
         put: the line of one batch's put on the device (a median of at least three).
         one_off_s: lowering + compile + first call, median over its configurations (the
             device's start-up, once a process, is not in it: :func:`device_starts`).
@@ -44,6 +45,7 @@ class ArmModel:
     step: Line | None
     fed: Line | None
     put: Line | None
+    prefetch: Line | None
     one_off_s: float | None
     memory: MemoryLine | None
     measured: tuple[int, ...]
@@ -67,7 +69,8 @@ class ArmModel:
         return self.put.per_sample if self.put is not None else None
 
     def line(self, loop: str) -> Line | None:
-        return self.fed if loop == "fed" else self.step
+        """The line of ``loop`` (``step``, ``fed`` or ``prefetch``)."""
+        return {"step": self.step, "fed": self.fed, "prefetch": self.prefetch}[loop]
 
     def as_dict(self) -> dict[str, object]:
         device, precision, width = self.arm
@@ -80,6 +83,7 @@ class ArmModel:
             "step": self.step.as_dict() if self.step else None,
             "fed": self.fed.as_dict() if self.fed else None,
             "put": self.put.as_dict() if self.put else None,
+            "prefetch": self.prefetch.as_dict() if self.prefetch else None,
             "transfer_per_sample_s": self.transfer_per_sample,
             "one_off_s": self.one_off_s,
             "memory_fixed_bytes": self.memory.fixed if self.memory else None,
@@ -134,6 +138,16 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
         for m in ran
         if m.fed_step_s
     ]
+    prefetched = [
+        Point(
+            m.batch_size,
+            m.prefetch_step_s,
+            m.prefetch_step_spread or 0.0,
+            len(m.prefetch_step_chunk_s) or 1,
+        )
+        for m in ran
+        if m.prefetch_step_s and len(m.prefetch_step_chunk_s) >= TIMED_CHUNKS
+    ]
     one_offs = [x for m in ran if (x := one_off(m)) is not None]
     memory = [(m.batch_size, float(m.peak_bytes)) for m in ran if m.peak_bytes]
     deviations = [m.deviation_vs_float32 for m in ran if m.deviation_vs_float32 is not None]
@@ -143,6 +157,7 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
         step=fit_line(step),
         fed=fit_line(fed),
         put=fit_line(puts),
+        prefetch=fit_line(prefetched),
         one_off_s=statistics.median(one_offs) if one_offs else None,
         memory=fit_memory(memory),
         measured=tuple(m.batch_size for m in ran),

@@ -13,16 +13,11 @@ from typing import Any, Literal
 import jax
 
 from autoplace.machine import ChunkStats
-from autoplace.measurement import Measurement, Status
+from autoplace.measurement import Loop, Measurement, Status
 from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
 from autoplace.measuring._timing import LoopTiming
 from autoplace.prefetching import prefetch
 from autoplace.settings import MeasureRequest
-
-#: The timed loops: the batch resident on the device (``step``), a host batch put on the
-#: device each step (``fed``), and the same with two puts kept in flight by a background
-#: thread (``prefetch``).
-Loop = Literal["step", "fed", "prefetch"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -176,6 +171,7 @@ class Run:
             fed_step_chunk_s=() if fed is None else fed.chunk_s,
             prefetch_step_s=None if prefetched is None else prefetched.step_s,
             prefetch_step_spread=None if prefetched is None else prefetched.spread,
+            prefetch_step_chunk_s=() if prefetched is None else prefetched.chunk_s,
             transfer_s=None if self.transfer_s is None else self.transfer_s / k,
             batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
             samples_per_s=samples_per_s,

@@ -27,7 +27,8 @@ class RecommendRequest:
     the caller's limits.
 
     ``model_file``'s ``workload`` under ``objective`` (``throughput``, ``time-to-finish``
-    with ``steps`` or ``samples`` and ``epochs``, ``latency``) at ``widths`` (default: the
+    with ``steps`` or ``samples`` and ``epochs``, ``latency``; its steps fed as ``feeding``
+    says: ``put``, ``prefetch`` or ``resident``) at ``widths`` (default: the
     file's default width). ``storage`` is a team's study storage (default: the study
     database beside the cache); ``study`` one study in it (default: every study of this
     model, objective and machine). ``on_miss`` (no answer): ``tune`` (and cache it),
@@ -51,6 +52,7 @@ class RecommendRequest:
     steps: int | None = None
     samples: int | None = None
     epochs: int | None = None
+    feeding: str = "put"
     widths: Sequence[int] | None = None
     storage: str | None = None
     study: str | None = None
@@ -110,7 +112,11 @@ class RecommendRequest:
         from autoplace.objectives import make_objective
 
         objective = make_objective(
-            self.objective, steps=self.steps, samples=self.samples, epochs=self.epochs
+            self.objective,
+            steps=self.steps,
+            samples=self.samples,
+            epochs=self.epochs,
+            feeding=self.feeding,
         )
         return dict(objective.run)
 

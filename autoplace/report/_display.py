@@ -181,7 +181,7 @@ def _best_table(result: TuneResult) -> Table:
     table = narrow_table(f"Best per device and precision — {obj.describe()}")
     several_widths = len(result.space.widths) > 1
     columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
-    step_label = "fed step" if obj.loop == "fed" else "step"
+    step_label = {"fed": "fed step", "prefetch": "prefetched step", "step": "step"}[obj.loop]
     columns += [obj.unit if obj.unit != "s" else "seconds", step_label, "±", "compile", "memory"]
     for col in columns:
         # No cell is ever wrapped or cut: the widest row fits 80 columns (a log's width).
@@ -194,7 +194,7 @@ def _best_table(result: TuneResult) -> Table:
         cells += [str(m.width)] if several_widths else []
         cells += [
             units.seconds(s.score) if obj.unit == "s" else units.rate(s.score),
-            units.seconds(m.fed_step_s if obj.loop == "fed" else m.step_s),
+            units.seconds(m.step_time(obj.loop)),
             units.percent(obj.spread(m)),
             units.seconds(m.compile_s),
             units.size(m.peak_bytes),

@@ -235,7 +235,9 @@ def _written(section: Mapping[str, Any] | None, key: str) -> dt.datetime | None:
 
 def _run_of(doc: dict[str, Any]) -> dict[str, Any]:
     """The run length a recommendation file's objective was made with (time-to-finish)."""
-    return {k: v for k, v in doc["objective"].items() if k in ("steps", "samples", "epochs")}
+    return {
+        k: v for k, v in doc["objective"].items() if k in ("steps", "samples", "epochs", "feeding")
+    }
 
 
 def _open(url: str, named_in: Path | None) -> Any:

@@ -60,7 +60,7 @@ def findings(standing: Standing, policy: str = "warn") -> tuple[Finding, ...]:
         )
     m = best.measurement
     if needs_remedy(m):
-        step = m.step_s if standing.objective.loop == "step" else m.fed_step_s
+        step = m.step_time(standing.objective.loop)
         remedy = standing.remedy
         out.append(
             FreshPagesEveryStep(

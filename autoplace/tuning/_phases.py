@@ -9,7 +9,10 @@
 * remedy: the pick as it is and with a setting that may remedy what it showed (its
   temporaries mapped afresh every step), in fresh processes, as long as a confirmation;
 * fuse: the pick at one step a call and at several (its fixed cost mattering), in fresh
-  processes, as long as a confirmation.
+  processes, as long as a confirmation;
+* feeding: the pick and each other device's best, their steps fed three ways (a host
+  batch put each step, two puts in flight, the data on the device), every loop timed as
+  a confirmation's, in fresh processes.
 
 Every phase's :class:`~autoplace.MeasureSettings` is built here, in one place.
 """
@@ -54,6 +57,10 @@ class Phase(enum.Enum):
     #: The pick at one step a call and at several, timed in turns in fresh processes (see
     #: ``autoplace.tuning._fusing``).
     FUSE = "fuse"
+    #: The pick and each other device's best, fed three ways (a host batch put each step,
+    #: two puts in flight, the data on the device), in fresh processes (see
+    #: ``autoplace.tuning._feeding``).
+    FEED = "feeding"
 
     @property
     def stored(self) -> StoredPhase:
@@ -62,6 +69,8 @@ class Phase(enum.Enum):
             return "search"
         if self is Phase.REMEDY:
             return "remedy"
+        if self is Phase.FEED:
+            return "feeding"
         return "fuse" if self is Phase.FUSE else "confirm"
 
 
@@ -76,12 +85,21 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
     """
 
     def ranking(base: MeasureSettings, cap: float) -> MeasureSettings:
-        if objective.loop == "step":
-            return dataclasses.replace(
-                base, time_cap_s=min(settings.time_cap_s, cap), fed_time_cap_s=0.0
-            )
+        """``base`` with the ranked loop capped at ``cap`` (or the user's, if lower) and
+        the others glanced at (the prefetched one, not ranked, not timed at all)."""
+        caps = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0, "prefetch_time_cap_s": 0.0}
+        ranked = {"step": "time_cap_s", "fed": "fed_time_cap_s", "prefetch": "prefetch_time_cap_s"}
+        own = ranked[objective.loop]
+        caps[own] = min(getattr(settings, own) or cap, cap)
+        return dataclasses.replace(base, **caps)
+
+    def feeding(base: MeasureSettings) -> MeasureSettings:
+        """``base`` with all three loops timed as a window's ranked loop is."""
         return dataclasses.replace(
-            base, time_cap_s=0.0, fed_time_cap_s=min(settings.fed_time_cap_s, cap)
+            base,
+            time_cap_s=CONFIRM_CAP_S,
+            fed_time_cap_s=CONFIRM_CAP_S,
+            prefetch_time_cap_s=CONFIRM_CAP_S,
         )
 
     quick = dataclasses.replace(
@@ -101,4 +119,5 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
         Phase.REMEDY: ranking(windows, CONFIRM_CAP_S),
         Phase.FUSE: ranking(windows, CONFIRM_CAP_S),
+        Phase.FEED: feeding(windows),
     }

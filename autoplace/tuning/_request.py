@@ -30,9 +30,11 @@ class TuneRequest:
     (``None``: the machine's devices, the file's batch sizes or 1..4096, every precision,
     the file's default width). ``objective`` is ``throughput``, ``time-to-finish`` (with
     ``steps``, or ``samples`` and ``epochs``) or ``latency``, or an
-    :class:`~autoplace.Objective`. The tune stops starting measurements after ``trials``
-    new ones or ``timeout`` seconds. The study is ``study`` (default: named by workload
-    and hardware) in ``storage`` (an Optuna storage URL; default: ``studies/autoplace.db``).
+    :class:`~autoplace.Objective`; ``feeding`` (``put``, ``prefetch``, ``resident``) how
+    its steps are fed, the loop the search ranks on. The tune stops starting measurements
+    after ``trials`` new ones or ``timeout`` seconds. The study is ``study`` (default:
+    named by workload and hardware) in ``storage`` (an Optuna storage URL; default:
+    ``studies/autoplace.db``).
     ``out`` is the recommendation file (``None``: none written). ``max_memory`` (bytes)
     skips configurations predicted to need more; ``max_deviation`` (a fraction, at most
     1; ``None``: not checked) leaves out lower precisions whose output strays further
@@ -57,6 +59,7 @@ class TuneRequest:
     steps: int | None = None
     samples: int | None = None
     epochs: int | None = None
+    feeding: str = "put"
     trials: int | None = None
     timeout: float | None = None
     storage: str | None = None
@@ -114,7 +117,11 @@ class TuneRequest:
         if isinstance(self.objective, Objective):
             return self.objective
         return make_objective(
-            self.objective, steps=self.steps, samples=self.samples, epochs=self.epochs
+            self.objective,
+            steps=self.steps,
+            samples=self.samples,
+            epochs=self.epochs,
+            feeding=self.feeding,
         )
 
     @property
