@@ -206,6 +206,16 @@ ObjectiveOpt = Annotated[
     typer.Option("--objective", help="throughput, time-to-finish or latency."),
 ]
 
+FeedingOpt = Annotated[
+    str,
+    typer.Option(
+        "--feeding",
+        help="How the run feeds its steps, the loop the search ranks on: put (a host batch "
+        "before each step), prefetch (two puts in flight: autoplace.prefetch) or resident "
+        "(data on the device).",
+    ),
+]
+
 _RUN_LENGTH = "none: time-to-finish needs --steps or --samples"
 StepsOpt = Annotated[
     int | None,
@@ -344,6 +354,7 @@ def tune(
     steps: StepsOpt = None,
     samples: SamplesOpt = None,
     epochs: EpochsOpt = None,
+    feeding: FeedingOpt = "put",
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
     storage: StorageOpt = None,
@@ -377,6 +388,7 @@ def tune(
             steps=steps,
             samples=samples,
             epochs=epochs,
+            feeding=feeding,
             trials=trials,
             timeout=timeout,
             storage=storage,
@@ -531,6 +543,7 @@ def recommend(
     steps: StepsOpt = None,
     samples: SamplesOpt = None,
     epochs: EpochsOpt = None,
+    feeding: FeedingOpt = "put",
     storage: Annotated[
         str | None,
         typer.Option(
@@ -616,6 +629,7 @@ def recommend(
             steps=steps,
             samples=samples,
             epochs=epochs,
+            feeding=feeding,
             widths=parse_ints(widths, "widths") if widths is not None else None,
             storage=storage,
             study=study,

@@ -195,6 +195,9 @@ class SyntheticBackend:
         #: of each ``measure_fresh`` call alone.
         self.groups: list[list] = []
         self.fresh_groups: list[list] = []
+        #: The configurations of each of the verdict's windows (a confirmation's or a
+        #: duel's: not the feeding's, a remedy's or a steps-per-call window).
+        self.windows: list[list] = []
 
     def devices(self) -> list[DeviceInfo]:
         return self._devices
@@ -328,6 +331,8 @@ class SyntheticBackend:
         self.groups.append([r.config for r in requests])
         if fresh:
             self.fresh_groups.append([r.config for r in requests])
+            if _verdict_window(requests):
+                self.windows.append([r.config for r in requests])
         n, group = len(requests), f"group-{len(self.groups)}"
         gpus = sum(r.config.device.startswith("gpu") for r in requests)
         out = []
@@ -434,3 +439,11 @@ def shaped(points: dict[int, float]) -> Callable[[MeasureRequest], float]:
         return c.batch_size / curve(c) / step_time(c.device, c.batch_size, c.precision) * 1e-6
 
     return slowdown
+
+
+def _verdict_window(requests: list[MeasureRequest]) -> bool:
+    """Whether a fresh call is one of the verdict's windows (see ``windows``)."""
+    return all(
+        r.settings.prefetch_time_cap_s == 0 and r.steps_per_call == 1 and not r.env
+        for r in requests
+    )

@@ -59,7 +59,10 @@ def _with_verdict(explanation: Explanation, standing: Any) -> Explanation:
                 "then the smaller batch"
             )
     fused = _fused(standing)
-    return dataclasses.replace(explanation, sentences=(text + ".", *fused, *explanation.sentences))
+    fed = () if standing.feeding is None else standing.feeding.sentences(objective.feeding)
+    return dataclasses.replace(
+        explanation, sentences=(text + ".", *fused, *fed, *explanation.sentences)
+    )
 
 
 def _fused(standing: Any) -> tuple[str, ...]:

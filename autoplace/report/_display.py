@@ -289,8 +289,10 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     findings_out(result.document.get("findings", []), console)
     _per_width(result.document, console)
     if result.explanation is not None:
-        # The verdict is said above; then the two sentences that say why.
-        for sentence in result.explanation.sentences[1:3]:
+        # The verdict is said above; then the two sentences that say why, and the feeding.
+        said = result.explanation.sentences[1:3]
+        fed = [s for s in result.explanation.sentences if s.startswith(FED_THREE_WAYS)]
+        for sentence in [*said, *(s for s in fed if s not in said)]:
             console.print(f"[bold]why:[/] {sentence}", highlight=False)
         console.print("(all of it: autoplace explain" + (f" {result.out})" if result.out else ")"))
     _notes_out(result, console)
@@ -301,6 +303,10 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
             else "recommendation written"
         )
         console.print(f"{what} to [bold]{result.out}[/]")
+
+
+#: How the explanation's sentence on the pick fed three ways begins.
+FED_THREE_WAYS = "Fed three ways"
 
 
 def _notes_out(result: TuneResult, console: Console) -> None:

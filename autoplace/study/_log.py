@@ -45,7 +45,7 @@ from autoplace.study._url import file_path, mask_url, scrub, storage_key
 #: How a phase is stored: the search's quick measurements, a confirmation (a duel is a
 #: confirmation too: finalists timed in turns at a longer cap), a remedy's window or a
 #: window of the pick at several steps per call.
-StoredPhase = Literal["search", "confirm", "remedy", "fuse"]
+StoredPhase = Literal["search", "confirm", "remedy", "fuse", "feeding"]
 #: Where a trial keeps its whole Measurement: a system attribute (out of the dashboard's
 #: table, which shows the scalar figures below instead); studies written before kept it
 #: in the user attribute of the same name, which is still read.
@@ -111,6 +111,9 @@ class History:
             allocator setting; ``Measurement.environment`` says which).
         fused: every measurement of the steps-per-call windows per configuration: the
             pick timed at one step a call and at several (``Measurement.steps_per_call``).
+        feeding: every measurement of the feeding windows per configuration: the pick and
+            each other device's best, their steps fed three ways (``step_s`` resident,
+            ``fed_step_s`` put, ``prefetch_step_s`` two puts in flight).
         newest: the highest trial number among those read (-1: none); a recommendation
             file records it, so that the measurements its verdict rested on can be read
             again (:meth:`OptunaStudyLog.history` ``upto``).
@@ -122,11 +125,14 @@ class History:
     remedies: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     fused: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     newest: int = -1
+    feeding: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         """How many finished measurements it holds, in every phase."""
         return len(self.searches) + sum(
-            len(ms) for held in (self.confirmed, self.remedies, self.fused) for ms in held.values()
+            len(ms)
+            for held in (self.confirmed, self.remedies, self.fused, self.feeding)
+            for ms in held.values()
         )
 
     def figures(self) -> dict[Config, Measurement]:
@@ -146,13 +152,16 @@ class History:
             {c: ms for c, ms in self.remedies.items() if keep(c)},
             {c: ms for c, ms in self.fused.items() if keep(c)},
             self.newest,
+            {c: ms for c, ms in self.feeding.items() if keep(c)},
         )
 
     def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
         """This history with ``found`` (configurations just measured in ``phase``) added."""
         if phase == "search":
             return dataclasses.replace(self, searches=(*self.searches, *found))
-        key = {"confirm": "confirmed", "remedy": "remedies", "fuse": "fused"}[phase]
+        key = {"confirm": "confirmed", "remedy": "remedies", "fuse": "fused", "feeding": "feeding"}[
+            phase
+        ]
         kept = dict(getattr(self, key))
         for c, m in found:
             kept[c] = (*kept.get(c, ()), m)
@@ -414,13 +423,20 @@ class OptunaStudyLog:
             "confirm": {},
             "remedy": {},
             "fuse": {},
+            "feeding": {},
         }
         for _, _, phase, c, m in finished:
             if phase in kept:
                 kept[phase][c] = (*kept[phase].get(c, ()), m)
         searches = tuple((c, m) for _, _, phase, c, m in finished if phase not in kept)
         return History(
-            searches, kept["confirm"], frozenset(pending), kept["remedy"], kept["fuse"], newest
+            searches,
+            kept["confirm"],
+            frozenset(pending),
+            kept["remedy"],
+            kept["fuse"],
+            newest,
+            kept["feeding"],
         )
 
     def _alive(self, t: Any, now: dt.datetime) -> bool:

@@ -110,6 +110,9 @@ def build_document(
         # is recommended (steps_per_call above).
         rec["fusing"] = standing.fusing.as_dict()
     rec["windows"] = len(best.rounds)
+    if standing.feeding is not None:
+        # The pick and each other device's best, their steps fed three ways.
+        rec["feeding"] = standing.feeding.as_dict()
     if standing.noise is not None:
         rec["noise"] = standing.noise.as_dict()
     closest = standing.closest

@@ -8,7 +8,8 @@ Each pass of the loop:
 3. chooses the next group: what the strategy proposes, with the best configuration
    so far as the group's reference (search); else the finalists, measured together
    (confirm); else the winner and its closest challenger when the confirmation
-   could not tell them apart (duel); else, when the pick maps fresh memory every step,
+   could not tell them apart (duel); else the pick and each other device's best fed three
+   ways (feeding); else, when the pick maps fresh memory every step,
    it as it is and with each setting that may remedy that (remedy); else, when the
    pick's fixed cost matters, it at one step a call and at several (fuse); else it stops;
 4. marks the group in flight in the study;
@@ -69,6 +70,7 @@ from autoplace.tuning._answer import build_answer
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._explain import explained
+from autoplace.tuning._feeding import feeding_window
 from autoplace.tuning._fusing import fusing_window, steps_tried
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
 from autoplace.tuning._phases import Phase, phase_settings
@@ -521,6 +523,13 @@ class _Loop:
         if group:
             return Phase.DUEL, group[:room], None
         best = now.best
+        fed = feeding_window(
+            best.config if best else None, now.device_bests, history.feeding, self.objective
+        )
+        if fed:
+            if len(fed) > room or pending.intersection(fed):
+                return Phase.FEED, [], None
+            return Phase.FEED, fed, None
         settings = remedy_window(
             best.config if best else None, best.measurement if best else None, history.remedies
         )

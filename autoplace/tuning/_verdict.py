@@ -32,6 +32,7 @@ from autoplace.objectives import Objective
 from autoplace.study import History
 from autoplace.tuning._drift import Effects, fit_effects
 from autoplace.tuning._failures import ended_arms, inaccurate_arms, over_memory
+from autoplace.tuning._feeding import Feeding, feeding_of, with_feeding
 from autoplace.tuning._fusing import Fusing, fusing_of
 from autoplace.tuning._margin import (
     EQUIVALENT,
@@ -101,6 +102,8 @@ class Standing:
         predicted: the pick against the batches the search did not measure that the cost
             model speaks for (:mod:`._predict`): never a real difference, only what the pick
             could not be told apart from.
+        feeding: the pick and each other device's best fed three ways (a put each step,
+            two puts in flight, the data on the device), where timed (:mod:`._feeding`).
     """
 
     objective: Objective
@@ -119,10 +122,16 @@ class Standing:
     remedy: Remedy | None = None
     fusing: Fusing | None = None
     predicted: Mapping[Config, Comparison] = dataclasses.field(default_factory=dict)
+    feeding: Feeding | None = None
 
     @property
     def best(self) -> Scored | None:
         return self.ranked[0] if self.ranked else None
+
+    @property
+    def device_bests(self) -> list[Config]:
+        """The best configuration of each device, in the verdict's order (the pick first)."""
+        return _device_bests(self.ranked)
 
     @property
     def steps_per_call(self) -> int:
@@ -235,6 +244,9 @@ def standing(
     figures: dict[Config, Measurement] = {**history.figures(), **latest}
     for c, ms in history.confirmed.items():
         figures.setdefault(c, ms[-1])
+    for c, ms in history.feeding.items():
+        if c in figures:  # its resident and prefetched steps, each timed in full there
+            figures[c] = with_feeding(figures[c], ms)
     inaccurate = inaccurate_arms(figures, max_deviation)
     too_big = over_memory(figures, space.max_memory if space is not None else None)
 
@@ -248,7 +260,7 @@ def standing(
     windows = fit_effects(window_scores(objective, {c: ms for c, ms in kept.items()}))
     noise = pooled_noise(windows, searches) if windows.keys else None
     confirmed = [
-        _confirmed(c, kept[c], windows, objective)
+        _confirmed(c, kept[c], windows, objective, history.feeding.get(c, ()))  # type: ignore[arg-type]
         for c in windows.keys
         if accurate(c)  # type: ignore[arg-type]
     ]
@@ -277,7 +289,17 @@ def standing(
         remedy=remedy_of(objective, ranked[0].config, history.remedies) if ranked else None,
         fusing=_fused(objective, ranked, figures, history, space, contention, windows),
         predicted=surmised,
+        feeding=feeding_of(
+            ranked[0].config if ranked else None, _device_bests(ranked), history.feeding
+        ),
     )
+
+
+def _device_bests(ranked: Sequence[Scored]) -> list[Config]:
+    seen: dict[str, Config] = {}
+    for s in ranked:
+        seen.setdefault(s.measurement.device, s.config)
+    return list(seen.values())
 
 
 def _fused(
@@ -324,12 +346,17 @@ def _failed_confirmations(confirmed: Mapping[Config, Sequence[Measurement]]) -> 
 
 
 def _confirmed(
-    c: Config, ms: Sequence[Measurement], windows: Effects, objective: Objective
+    c: Config,
+    ms: Sequence[Measurement],
+    windows: Effects,
+    objective: Objective,
+    fed: Sequence[Measurement] = (),
 ) -> Scored:
     ran = [m for m in ms if m.status == "ok"]
     votes = tuple(s for m in ran if (s := objective.score(m)))
-    # Its figures are the study's (its deviation from float32 from its first window).
-    return Scored(_latest(ms), windows.score(c), votes, tuple(ran))
+    # Its figures are the study's (its deviation from float32 from its first window; its
+    # resident and prefetched steps from its feeding windows, where they ran).
+    return Scored(with_feeding(_latest(ms), fed), windows.score(c), votes, tuple(ran))
 
 
 def _rank(

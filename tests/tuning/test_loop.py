@@ -128,12 +128,14 @@ def test_progress_hears_each_group_before_it_is_measured_and_its_phase(env):
 
 
 def confirmations(backend):
-    """The requests of the confirmation's and the duel's windows (longer than a search's)."""
+    """The requests of the confirmation's and the duel's windows (longer than a search's;
+    not the feeding's, which time every loop, prefetched included)."""
     windows = {tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
     return [
         r
         for r in backend.measured
-        if r.settings.fed_time_cap_s in windows or r.settings.time_cap_s in windows
+        if (r.settings.fed_time_cap_s in windows or r.settings.time_cap_s in windows)
+        and r.settings.prefetch_time_cap_s == 0
     ]
 
 
@@ -147,7 +149,7 @@ def test_finalists_are_confirmed_in_two_windows_of_fresh_processes_in_turn_order
     # the machine's noise from, two windows leave it undecided: a duel follows.)
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.15))
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
-    searched = [r for r in backend.measured if r not in confirmations(backend)]
+    searched = [r for r in backend.measured if r.settings.fed_time_cap_s == tuning.SEARCH_CAP_S]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
     top = [s.config for s in result.per_device_precision[:2]]
     # the search's one group (no reference: nothing was known), then the two windows
@@ -214,7 +216,7 @@ def test_an_open_verdict_between_the_finalists_gets_a_duel_window_where_it_could
     precisions = ("float32", "bfloat16")
     options = dict(strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2, precisions=precisions)
     run(env, backend, **options, steps_per_call=())  # no steps-per-call windows here
-    windows = backend.fresh_groups
+    windows = backend.windows
     assert len(windows) == 3 and {frozenset(w) for w in windows} == {frozenset(windows[0])}
     caps = [r.settings.fed_time_cap_s for r in confirmations(backend)]
     assert caps == [tuning.CONFIRM_CAP_S] * 4 + [tuning.DUEL_CAP_S] * 2
@@ -236,7 +238,7 @@ def test_duels_stop_once_the_interval_is_within_the_resolution(env):
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.005), window_noise=0.003)
     run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
         precisions=("float32", "bfloat16"), steps_per_call=())  # fmt: skip
-    assert len(backend.fresh_groups) == 3
+    assert len(backend.windows) == 3
     doc = rec.read(env["out"])
     closest = doc["recommendation"]["closest"]
     assert closest["verdict"] in ("undecided", "equal") and closest["low"] < 1 < closest["high"]
@@ -252,7 +254,7 @@ def test_duels_narrow_an_interval_wider_than_the_resolution_up_to_the_most_windo
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.03), window_noise=0.05)
     run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
         precisions=("float32", "bfloat16"), steps_per_call=())  # fmt: skip
-    windows = len(backend.fresh_groups)
+    windows = len(backend.windows)
     assert 3 <= windows <= tuning.MAX_WINDOWS
     doc = rec.read(env["out"])
     closest = doc["recommendation"]["closest"]
@@ -390,8 +392,8 @@ def test_of_finalists_a_hair_apart_the_file_recommends_float32_and_lists_the_oth
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
                  precisions=precisions, steps_per_call=())  # fmt: skip
     finalists = {autoplace.Config("cpu:0", 64, p, 64) for p in precisions}
-    windows = len(backend.groups) - 1  # after the search
-    assert [set(g) for g in backend.groups] == [finalists] * (1 + windows)
+    windows = len(backend.windows)
+    assert [set(g) for g in backend.groups[: 1 + windows]] == [finalists] * (1 + windows)
     assert 2 <= windows <= tuning.MAX_WINDOWS
     assert result.best.config.precision == "float32" and len(result.best.votes) == windows
     doc = rec.read(env["out"])

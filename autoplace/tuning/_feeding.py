@@ -1,0 +1,203 @@
+"""Feeding, timed three ways, not guessed: what a training run gains by prefetching its
+batches or by keeping its data on the device.
+
+A plain training loop puts a host batch on the device, then steps; the step waits for
+the put. On an H200 the README MLP's float32 step at batch 4096 took 2.10 ms so, 0.58 ms
+with a thread keeping two puts in flight, and 76 µs with the batch on the device already
+(``../shared/gpu-reference/h200-2026-11-26/``): the "fixed cost" of that GPU was the put,
+not dispatch. So, once the verdict is in, the tune times the pick and each other device's
+best with their steps fed each way (:data:`~autoplace.objectives.FEEDINGS`), each in a
+fresh process of its own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, every loop
+timed as a confirmation's: (a) a host batch put each step (``fed_step_s``), (b) two puts
+kept in flight by :func:`autoplace.prefetch`'s thread (``prefetch_step_s``), (c) the batch
+resident on the device (``step_s``). :func:`feeding_of` judges them: each one's step per
+feeding (the median over windows), the gains of prefetching and of resident data over
+the put, and which of them wins under each feeding, so that a pick another feeding would
+change is said.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoplace import units
+from autoplace.config import Config
+from autoplace.explaining import TIMED_CHUNKS
+from autoplace.measurement import Measurement
+from autoplace.objectives import FEEDING_LOOP, FEEDINGS, Objective
+from autoplace.tuning._margin import MIN_WINDOWS
+
+#: How each feeding is said.
+SAID = {
+    "put": "a host batch put before each step",
+    "prefetch": "two batches in flight (autoplace.prefetch)",
+    "resident": "the data on the device",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Fed:
+    """One configuration's step fed each way, the median over its feeding windows.
+
+    Attributes:
+        config: the configuration.
+        steps: seconds a step, by feeding (``put``, ``prefetch``, ``resident``); a
+            feeding that failed to time is left out.
+        windows: the windows it was timed in.
+    """
+
+    config: Config
+    steps: Mapping[str, float]
+    windows: int
+
+    def gain(self, feeding: str) -> float | None:
+        """How many times faster a step fed so runs than one fed by a put."""
+        put, other = self.steps.get("put"), self.steps.get(feeding)
+        return put / other if put and other else None
+
+    def rate(self, feeding: str) -> float | None:
+        step = self.steps.get(feeding)
+        return self.config.batch_size / step if step else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.config.device,
+            "batch_size": self.config.batch_size,
+            "precision": self.config.precision,
+            "width": self.config.width,
+            "windows": self.windows,
+            **{f"{f}_step_s": self.steps.get(f) for f in FEEDINGS},
+            "prefetch_gain": self.gain("prefetch"),
+            "resident_gain": self.gain("resident"),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Feeding:
+    """The feeding windows judged: the pick's (first) and each other device's best."""
+
+    fed: tuple[Fed, ...]
+
+    @property
+    def pick(self) -> Fed:
+        return self.fed[0]
+
+    def winner(self, feeding: str) -> Fed | None:
+        """The fastest of those timed when their steps are fed so."""
+        timed = [f for f in self.fed if f.rate(feeding)]
+        return max(timed, key=lambda f: f.rate(feeding) or 0.0, default=None)
+
+    def sentences(self, chosen: str) -> tuple[str, ...]:
+        """The pick's step fed each way with its gains; and, for each feeding other than
+        the ``chosen`` one, the configuration that would win under it where not the pick."""
+        p = self.pick
+        parts = []
+        for feeding in FEEDINGS:
+            step = p.steps.get(feeding)
+            if step is None:
+                continue
+            gain = p.gain(feeding)
+            x = "" if feeding == "put" or gain is None else f" ({gain:.2f}x the put's)"
+            parts.append(f"{SAID[feeding]} {units.seconds(step)}{x}")
+        out = [f"Fed three ways, {p.config.label()} takes a step in: " + "; ".join(parts) + "."]
+        for feeding in FEEDINGS:
+            if feeding == chosen:
+                continue
+            best = self.winner(feeding)
+            if best is not None and best.config != p.config:
+                rate = units.rate(best.rate(feeding), "samples/s")
+                out.append(
+                    f"With {SAID[feeding]}, {best.config.label()} would win ({rate}, against "
+                    f"{units.rate(p.rate(feeding), 'samples/s')} for the pick)."
+                )
+        return tuple(out)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fed": [f.as_dict() for f in self.fed],
+            "winner": {
+                feeding: w.config.label()
+                for feeding in FEEDINGS
+                if (w := self.winner(feeding)) is not None
+            },
+        }
+
+
+def feeding_window(
+    pick: Config | None,
+    bests: Sequence[Config],
+    feeding: Mapping[Config, Sequence[Measurement]],
+    objective: Objective,
+) -> list[Config]:
+    """The configurations to time fed three ways in the next window (the pick first, then
+    each other device's best), or none: for the latency objective (one batch from the
+    host, by definition), or once each has :data:`MIN_WINDOWS` windows that ran."""
+    if pick is None or objective.name == "latency":
+        return []
+    group = [pick, *(c for c in bests if c != pick and c.device != pick.device)]
+    done = [_windows(feeding.get(c, ())) for c in group]
+    if min(done) >= MIN_WINDOWS:
+        return []
+    return group if min(done) % 2 == 0 else [group[0], *reversed(group[1:])]
+
+
+def feeding_of(
+    pick: Config | None,
+    bests: Sequence[Config],
+    feeding: Mapping[Config, Sequence[Measurement]],
+) -> Feeding | None:
+    """The feeding windows of the pick and the other devices' bests, judged (``None``:
+    the pick's have not run)."""
+    if pick is None or not _windows(feeding.get(pick, ())):
+        return None
+    group = [pick, *(c for c in bests if c != pick and c in feeding)]
+    return Feeding(tuple(_fed(c, feeding[c]) for c in group if _windows(feeding.get(c, ()))))
+
+
+def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
+    """``m`` (a configuration's figures) with its resident and prefetched steps as its
+    feeding windows timed them (each loop timed in full there, where the confirmation
+    glances at the resident one); its fed figures stay the confirmation's."""
+    ran = [x for x in ms if x.status == "ok"]
+    if not ran:
+        return m
+    resident = [x for x in ran if x.step_s and (x.step_samples or 0) >= TIMED_CHUNKS]
+    prefetched = [x for x in ran if x.prefetch_step_s]
+    out = m
+    if resident:
+        step = statistics.median(x.step_s for x in resident)  # type: ignore[misc]
+        out = dataclasses.replace(
+            out,
+            step_s=step,
+            samples_per_s=m.batch_size / step,
+            step_spread=statistics.median(x.step_spread or 0.0 for x in resident),
+            step_samples=sum(x.step_samples or 0 for x in resident),
+            step_chunk_s=tuple(c for x in resident for c in x.step_chunk_s),
+        )
+    if prefetched:
+        out = dataclasses.replace(
+            out,
+            prefetch_step_s=statistics.median(x.prefetch_step_s for x in prefetched),  # type: ignore[misc]
+            prefetch_step_spread=statistics.median(
+                x.prefetch_step_spread or 0.0 for x in prefetched
+            ),
+            prefetch_step_chunk_s=tuple(c for x in prefetched for c in x.prefetch_step_chunk_s),
+        )
+    return out
+
+
+def _fed(c: Config, ms: Sequence[Measurement]) -> Fed:
+    ran = [m for m in ms if m.status == "ok"]
+    steps = {}
+    for feeding, loop in FEEDING_LOOP.items():
+        values = [t for m in ran if (t := m.step_time(loop))]
+        if values:
+            steps[feeding] = statistics.median(values)
+    return Fed(c, steps, _windows(ran))
+
+
+def _windows(ms: Sequence[Measurement]) -> int:
+    return len({m.interleave_id or id(m) for m in ms if m.status == "ok"})
