@@ -44,6 +44,9 @@ runs the steps in order and returns the first non-empty group (at most
    and can win at large ones (the seeds' GPU slower than the CPU on a tiny model).
 6. :func:`refine`: measure one step either side of the best batch of every other
    arm within ``reach`` of the leader. One that overtakes the leader leads.
+7. :func:`lines`: every arm still measured at one batch size gets a second, its
+   neighbour below (else above), so that each arm of each device has a line before the
+   search ends.
 
 An arm other than the leader is never covered: it is measured at the leader's anchor,
 and around its own best only where that is within ``reach`` of the leader's.
@@ -430,7 +433,24 @@ def refine(view: _View, leader: _Leader) -> Group:
     )
 
 
-_STEPS = (cover, peaks, gaps, predicted, at_anchor, refine)
+def lines(view: _View, leader: _Leader) -> Group:
+    """Measure every arm that ran at one batch size only at a second, one step below it
+    (else above): each arm of each device gets a line before the search ends, so that no
+    device or precision is written off on one point (the H200's float32 arm of the README
+    MLP ran at one batch and was "not determined"; issue 37). The cheaper neighbour first."""
+    found = []
+    for arm in view.arms:
+        measured = view.table[arm]
+        if len(measured) != 1:
+            continue
+        (i,) = measured
+        nxt = next((j for j in (i - 1, i + 1) if view.free(arm, j)), None)
+        if nxt is not None:
+            found.append(view.config(arm, nxt))
+    return _group(found)
+
+
+_STEPS = (cover, peaks, gaps, predicted, at_anchor, refine, lines)
 #: The steps whose proposals may fill a group that an earlier step left short: what they
 #: choose does not hang on the group's results (see :meth:`Climb.propose`).
 _FILLERS = (cover, peaks, gaps, predicted)

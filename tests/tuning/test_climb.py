@@ -167,8 +167,23 @@ def test_climb_drops_an_arm_far_behind_wherever_both_ran(slower, tried):
     space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16"), (None,))
     scores = drive(Climb(), space, throughput(), curve)
     bf16 = sorted(c.batch_size for c in scores if c.precision == "bfloat16")
-    # the screen (256), float32's anchor (64) and, bfloat16 being half as wide, one above
-    assert bf16 == ([64, 128, 256] if tried else [256])
+    # the screen (256), float32's anchor (64) and, bfloat16 being half as wide, one above;
+    # dropped, it still gets its neighbour below the screen, for a line (issue 37)
+    assert bf16 == ([64, 128, 256] if tried else [128, 256])
+
+
+def test_every_arm_gets_a_second_batch_for_its_line_before_the_search_ends():
+    # float16 and bfloat16 far behind everywhere (emulated): dropped from the leader's
+    # anchor, each still ran at two batch sizes, so each has a line (the H200's float32
+    # arm ran at one and was "not determined").
+    def curve(c: Config) -> float:
+        base = 1.0 / (1.0 + abs(math.log2(c.batch_size) - 6))
+        return base / 3 if c.precision != "float32" else base
+
+    space = Space(("cpu:0",), BATCHES, ("float32", "bfloat16", "float16"), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    for precision in ("bfloat16", "float16"):
+        assert len({c.batch_size for c in scores if c.precision == precision}) >= 2
 
 
 def test_a_wider_precision_behind_only_past_its_cliff_is_still_tried_below_it():
