@@ -39,6 +39,10 @@ class Candidate:
     #: its windows showed it faster (beyond doubt, or 5% ahead on the estimate);
     #: ``peak_bytes`` is then that call's.
     steps_per_call: int = 1
+    #: How many times faster its steps ran with two puts kept in flight
+    #: (:func:`autoplace.prefetch`) than with a put before each, in the tune's feeding
+    #: windows (the pick's; ``None``: not timed there).
+    prefetch_gain: float | None = None
 
     @property
     def arm(self) -> tuple[str, str, int | None]:

@@ -82,8 +82,9 @@ def main() -> None:
         w, b = params[-1]
         return float(np.mean(np.argmax(np.asarray(h @ w + b), axis=1) == y[:5000]))
 
+    fed = "prefetched (autoplace.prefetch)" if rec.prefetch else "put before each step"
     print(f"training on {device} at batch {rec.batch_size} in {rec.precision}, {k} step(s) "
-          f"a call: accuracy before {accuracy(state):.1%}")  # fmt: skip
+          f"a call, batches {fed}: accuracy before {accuracy(state):.1%}")  # fmt: skip
     steps = SAMPLES // rec.batch_size
 
     def host_batch(order, i):
@@ -97,8 +98,13 @@ def main() -> None:
         for c in range(calls):  # k batches stacked, one transfer and one call for k steps
             batches = autoplace.stack([host_batch(order, c * k + j) for j in range(k)])
             state = fused(state, jax.device_put(batches, device))
-        for i in range(calls * k, steps):  # what is left: one step a call
-            state = step(state, jax.device_put(host_batch(order, i), device))
+        left = (host_batch(order, i) for i in range(calls * k, steps))  # one step a call
+        if rec.prefetch:  # the tune timed two puts in flight faster: keep them in flight
+            for batch in autoplace.prefetch(left, device):
+                state = step(state, batch)
+        else:
+            for batch in left:
+                state = step(state, jax.device_put(batch, device))
         jax.block_until_ready(state)
         seconds = time.perf_counter() - t
         print(f"epoch {epoch}: {steps * rec.batch_size / seconds:,.0f} samples/s, "

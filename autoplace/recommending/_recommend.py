@@ -243,6 +243,7 @@ class _Lookup:
             limits=notes,
             study=answer.study,
             steps_per_call=pick.steps_per_call,
+            prefetch_gain=pick.prefetch_gain,
         )
 
     def fallback(self, why: str) -> Recommendation:

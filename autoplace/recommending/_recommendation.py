@@ -13,6 +13,11 @@ from autoplace import units
 Source = Literal["cache", "study", "tuned", "fallback"]
 
 
+#: The least gain of two puts in flight over a put before each step at which a launcher is
+#: told to prefetch: 5% ahead, as a tune's steps per call are recommended on the estimate.
+PREFETCH_HELPS = 1.05
+
+
 @dataclasses.dataclass(frozen=True)
 class Recommendation:
     """Where to run, at what batch size and precision, and how sure that is.
@@ -43,6 +48,10 @@ class Recommendation:
         steps_per_call: steps to run in one jitted call (``autoplace.fuse(step, k)`` over
             ``k`` stacked batches): more than one where the tune timed it faster than one
             a call beyond doubt or 5% ahead on the estimate, else 1.
+        verdict: see ``margin``.
+        prefetch_gain: how many times faster the pick's steps ran with two puts in flight
+            (:func:`autoplace.prefetch`) than with a put before each, in the tune's feeding
+            windows; ``None``: not timed. ``prefetch`` says whether to use it.
     """
 
     device: str
@@ -67,6 +76,14 @@ class Recommendation:
     study: str | None = None
     steps_per_call: int = 1
     verdict: str | None = None
+    prefetch_gain: float | None = None
+
+    @property
+    def prefetch(self) -> bool:
+        """Whether to feed the steps with :func:`autoplace.prefetch`: the tune timed them
+        at least :data:`PREFETCH_HELPS` times as fast with two puts in flight as with a put
+        before each."""
+        return self.prefetch_gain is not None and self.prefetch_gain >= PREFETCH_HELPS
 
     @property
     def exact(self) -> bool:
@@ -93,6 +110,8 @@ class Recommendation:
             what += f", width {self.width}"
         if self.steps_per_call > 1:
             what += f", {self.steps_per_call} steps a call"
+        if self.prefetch:
+            what += f", batches prefetched ({self.prefetch_gain:.2f}x)"
         if self.source == "fallback":
             return f"autoplace: {what} (fallback, nothing measured: {self.stale_reason})"
         when = self.measured_at.strftime("%Y-%m-%d %H:%M UTC") if self.measured_at else "?"
@@ -134,13 +153,15 @@ class Recommendation:
 
     def env(self) -> dict[str, str]:
         """``AUTOPLACE_DEVICE``, ``AUTOPLACE_BATCH_SIZE``, ``AUTOPLACE_PRECISION``,
-        ``AUTOPLACE_STEPS_PER_CALL`` (and ``AUTOPLACE_WIDTH``, ``AUTOPLACE_SOURCE``) for shell
+        ``AUTOPLACE_STEPS_PER_CALL``, ``AUTOPLACE_PREFETCH`` (and ``AUTOPLACE_WIDTH``,
+        ``AUTOPLACE_SOURCE``) for shell
         launchers."""
         out = {
             "AUTOPLACE_DEVICE": self.device,
             "AUTOPLACE_BATCH_SIZE": str(self.batch_size),
             "AUTOPLACE_PRECISION": self.precision,
             "AUTOPLACE_STEPS_PER_CALL": str(self.steps_per_call),
+            "AUTOPLACE_PREFETCH": "1" if self.prefetch else "0",
             "AUTOPLACE_SOURCE": self.source,
         }
         if self.width is not None:

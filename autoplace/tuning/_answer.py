@@ -98,4 +98,13 @@ def _candidate(s: Scored, pick_of: Standing | None = None) -> Candidate:
         peak_bytes_source=fused.peak_bytes_source if fused is not None else m.peak_bytes_source,
         deviation_vs_float32=m.deviation_vs_float32,
         steps_per_call=k,
+        prefetch_gain=_prefetch_gain(s, pick_of),
     )
+
+
+def _prefetch_gain(s: Scored, pick_of: Standing | None) -> float | None:
+    """How much prefetching sped up the pick's steps in its feeding windows, if timed."""
+    fed = pick_of.feeding if pick_of is not None else None
+    if fed is None or fed.pick.config != s.config:
+        return None
+    return fed.pick.gain("prefetch")

@@ -84,3 +84,27 @@ def test_a_feeding_it_does_not_know_is_bad_input(env):
         tune(env, SyntheticBackend(), feeding="pipelined")
     with pytest.raises(BadInputError, match="latency is one batch from the host"):
         tune(env, SyntheticBackend(), objective="latency", feeding="resident")
+
+
+def test_a_launcher_is_told_to_prefetch_where_the_feeding_windows_showed_it_helps(tmp_path):
+    """The pick's prefetch gain goes into the answer a study keeps; the launcher's
+    recommendation says whether to feed with ``autoplace.prefetch`` (the GPU's put
+    dominates its step: two puts in flight ran faster)."""
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    found = autoplace.recommend(
+        model,
+        cache_dir=tmp_path / "cache",
+        backend=SyntheticBackend(devices=("gpu:0",)),
+        tune_options={"batch_sizes": (256, 4096), "precisions": ("float32",)},
+    )
+    assert found.prefetch_gain is not None and found.prefetch_gain > 1.05
+    assert found.prefetch and found.env()["AUTOPLACE_PREFETCH"] == "1"
+    assert "batches prefetched" in found.log_line()
+    again = autoplace.recommend(
+        model,
+        cache_dir=tmp_path / "cache",
+        backend=SyntheticBackend(devices=("gpu:0",)),  # lists its devices: no worker
+        on_miss="raise",
+    )
+    assert again.source == "cache" and again.prefetch_gain == found.prefetch_gain
