@@ -130,7 +130,9 @@ def time_to_finish(
     epochs: int | None = None,
     feeding: Feeding = "put",
 ) -> Objective:
-    """Seconds to run a job: lower + compile + first call + the remaining fed steps.
+    """Seconds to run a job: the device's start-up (where the measurement's process paid
+    it: each of a verdict's fresh processes does) + lower + compile + first call + the
+    remaining fed steps.
 
     The run length is ``steps`` steps, or ``samples`` samples (times ``epochs`` when
     given: ``samples`` is then one epoch), so the step count depends on the batch
@@ -161,7 +163,10 @@ def time_to_finish(
         if any(p is None for p in parts):
             return None
         n = steps if steps is not None else math.ceil(total / m.batch_size)  # type: ignore[operator]
-        return m.lower_s + m.compile_s + m.first_call_s + (n - 1) * step  # type: ignore[operator]
+        # A fresh process's first use of the device, where this measurement paid it (a
+        # window's fresh processes each do): a GPU's start-up, once a run.
+        start = m.device_init_s or 0.0
+        return start + m.lower_s + m.compile_s + m.first_call_s + (n - 1) * step  # type: ignore[operator]
 
     run: dict[str, Any] = {"steps": steps} if steps is not None else {"samples": total}
     if epochs is not None:

@@ -89,3 +89,26 @@ def test_chunk_scores_follow_the_loop_the_score_rests_on():
 def test_a_run_length_the_objective_ignores_is_refused(name):
     with pytest.raises(BadInputError, match=f"--samples only count.*{name} ignores it"):
         make_objective(name, samples=1000)
+
+
+def test_time_to_finish_counts_the_devices_start_up_where_the_process_paid_it():
+    """A GPU's start-up is paid once a run, not once a configuration: where a measurement's
+    process paid it (each fresh process of a verdict's windows does), it is in the score."""
+    obj = time_to_finish(steps=100)
+    plain = obj.score(measured())
+    assert obj.score(measured(device_init_s=0.32)) == pytest.approx(plain + 0.32)
+
+
+@pytest.mark.parametrize(
+    ("feeding", "step"), [("put", 0.02), ("prefetch", 0.012), ("resident", 0.01)]
+)
+def test_each_feeding_scores_its_own_loop(feeding, step):
+    m = measured(prefetch_step_s=0.012)
+    assert throughput(feeding).score(m) == pytest.approx(32 / step)
+    assert time_to_finish(steps=100, feeding=feeding).score(m) == pytest.approx(
+        0.5 + 2.0 + 0.25 + 99 * step
+    )
+    made = make_objective("throughput", feeding=feeding)
+    assert made.feeding == feeding and made.run == (
+        {} if feeding == "put" else {"feeding": feeding}
+    )
