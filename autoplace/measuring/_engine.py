@@ -64,6 +64,7 @@ from autoplace.measuring._setup import (
     transfer,
     user_phase,
 )
+from autoplace.measuring._shelf import Shelf
 from autoplace.measuring._timing import LoopTiming, compiles_alone, loops, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
@@ -108,6 +109,8 @@ class Engine:
         for key, value in (jax_config or {}).items():
             jax.config.update(key, value)
         self._cache_dir = compile_cache
+        #: Where the shared worker keeps each compiled step for the fresh workers (:mod:`._shelf`).
+        self._shelf = Shelf(Path(compile_cache) / "executables") if compile_cache else None
         if compile_cache is None:
             jax.config.update("jax_enable_compilation_cache", False)
         else:
@@ -329,16 +332,20 @@ class Engine:
         return run
 
     def _first_use(self, device: Any) -> float | None:
-        """The seconds this process's first use of ``device`` takes (its allocator and
-        context, the compiler's start and an accelerator's libraries, through one small put
-        and one small jitted product), once per device and process; ``None`` after."""
+        """The seconds this process's first use of ``device`` takes, once per device and
+        process (``None`` after): one small put (its allocator and context), and on an
+        accelerator one small jitted product too (its compiler, its libraries' handles, its
+        autotuner). Not on a CPU: a fresh worker that loads its step from the shelf compiles
+        nothing, and a CPU has no context to start (0.2 s a process here went to the
+        compiler's start alone)."""
         name = device_name(device)
         if name in self._used:
             return None
         self._used.add(name)
         t = time.perf_counter()
-        x = jax.device_put(jnp.ones((8, 8), jnp.float32), device)
-        jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
+        x = jax.block_until_ready(jax.device_put(jnp.ones((8, 8), jnp.float32), device))
+        if platform_of(device) != "cpu":
+            jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
         return time.perf_counter() - t
 
     def _finish_set_up(self, run: Run) -> None:
@@ -372,13 +379,21 @@ class Engine:
         )
         run.workload, run.host, run.state, run.batch = workload, host, state, batch
         key = _executable_key(run.request, run.width, run.request.config.precision)
-        executable = self._executables.get(key)
+        executable = self._executables.get(key) or self._taken(key, device)
         run.compile_cached = executable is not None
         if executable is None:
             run.lowered = lower_step(workload, state, batch, path)
         else:
             self._executables.move_to_end(key)
             self._use(run, executable)
+
+    def _taken(self, key: tuple, device: Any) -> Executable | None:
+        """The executable the tune's shared worker compiled for ``key``, from the shelf
+        (a fresh worker's: no trace, no lowering, no compile), kept with this engine's."""
+        found = self._shelf.take(key, device) if self._shelf is not None else None
+        if found is not None:
+            self._executables[key] = found
+        return found
 
     def _set_up_after_compile(self, run: Run) -> None:
         """Check it fits, first call: each phase's figures go into the run as it ends."""
@@ -448,6 +463,8 @@ class Engine:
             self._executables[key] = executable
             while len(self._executables) > 16:
                 self._executables.popitem(last=False)
+        if self._shelf is not None:
+            self._shelf.put(key, executable)
         self._use(run, executable)
 
     def _use(self, run: Run, executable: Executable) -> None:
@@ -515,7 +532,8 @@ class Engine:
             host = host_batch(workload, config.batch_size, request.settings.seed, path)
             # The float32 executable of this configuration, if the worker has it: the
             # same program, without compiling it again.
-            cached = self._executables.get(_executable_key(request, width, "float32"))
+            f32 = _executable_key(request, width, "float32")
+            cached = self._executables.get(f32) or self._taken(f32, device)
             step = cached.compiled if cached is not None else jax.jit(workload.step)
             with user_phase("running the float32 reference", path):
                 state = jax.device_put(workload.state, device, may_alias=False)

@@ -33,12 +33,13 @@ from autoplace.study import StoredPhase
 SEARCH_CAP_S = 0.2
 CONFIRM_CAP_S = 0.25
 DUEL_CAP_S = 0.5
-#: A window's fresh processes first run their loops untimed for this long, all at once: a
-#: fresh process's first chunks ran 20-50% slower than its later ones (page faults of its
+#: A window's fresh process first runs its loop untimed for this long, in its first turn:
+#: a fresh process's first chunks ran 20-50% slower than its later ones (page faults of its
 #: allocator's first buffers), and three chunks, one of them that first, made a window's
 #: figure move by 11% from one window to the next (issue 36, docs/measurement.md).
-WINDOW_WARMUP_S = 0.3
-#: The chunks a window's ranked loop times at least, whatever its cap.
+WINDOW_WARMUP_S = 0.1
+#: The chunks a window's ranked loop times at least, whatever its cap: their median
+#: leaves a slow first chunk out.
 WINDOW_CHUNKS = 6
 #: While searching for throughput, a configuration whose every one of its first four turns
 #: takes more than this many times the group's reference's time per sample stops being
