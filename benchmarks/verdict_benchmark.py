@@ -19,8 +19,10 @@ c. the figures: (a) the share of claims the re-measurement contradicts (the othe
    does not confirm (its interval holds 1); (b) the share of pairs of this autoplace's
    tunes whose picks are not in each other's ``equivalent`` lists (each pick, the other
    tune's pick or among the configurations it could not tell apart from); (c) the tune's
-   wall time against the baseline's, paired by turn; and, per tune, whether it said the
-   machine was busy.
+   wall time against the baseline's, paired by turn; per tune, whether it said the
+   machine was busy; and issue 36's (d) the share of listed configurations the plain loop
+   puts more than 10% behind its best, (e) the share of those it puts within 3% of its
+   best that a list misses, and the half-widths of each tune's closest comparison.
 
 Run from the repository root (minutes per workload; the machine must be otherwise idle):
 
@@ -45,6 +47,7 @@ from typing import Any
 
 import remeasure
 import tomllib
+from measurement_benchmark import LISTED_BEHIND, MUST_LIST, Reference
 from results_file import write_results
 from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 
@@ -133,6 +136,39 @@ def recheck(model: str, workload: str, pair: tuple[str, str], rounds: int, secon
     }
 
 
+def listing(model: str, workload: str, tunes: Sequence[dict], rounds: int, seconds: float):
+    """Issue 36's (d), (e) and interval widths for one workload's tunes of this autoplace:
+    every pick and every configuration a tune listed as not told apart from it, re-measured
+    by the plain loop in ``rounds`` rounds; (d) the listed ones more than 10% behind the
+    reference's best, (e) those the reference puts within 3% of its best that a tune's list
+    misses, and each tune's closest comparison's half-width."""
+    docs = [t["doc"] for t in tunes if "doc" in t]
+    if not docs:
+        return {}
+    keys = sorted({k for d in docs for k in (pick_and_equals(d)[0], *pick_and_equals(d)[1])})
+    ref = Reference(model, workload, seconds)
+    for _ in range(rounds):
+        ref.round(keys)
+    best = ref.best(keys)
+    top = ref.median(best) if best else None
+    near = [k for k in keys if top and (ref.median(k) or 0) >= top * (1 - MUST_LIST)]
+    d, e, widths = [], [], []
+    for doc in docs:
+        pick, listed = pick_and_equals(doc)
+        d += [1 - ref.median(k) / top > LISTED_BEHIND for k in listed if top and ref.median(k)]
+        e += [k not in listed for k in near if k != pick]
+        closest = doc["recommendation"].get("closest")
+        if closest and closest.get("windows"):
+            widths.append((closest["high"] - closest["low"]) / 2)
+    return {
+        "reference_best": best,
+        "within_3pct": near,
+        "d_listed_over_10pct_behind": {"count": sum(d), "of": len(d)},
+        "e_near_missing": {"count": sum(e), "of": len(e)},
+        "closest_half_widths": widths,
+    }
+
+
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The three figures, and what they rest on."""
     out: dict[str, Any] = {}
@@ -161,6 +197,16 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     said = [s for r in rows for s in r["busy_said"]]
     out["busy_said"] = {"tunes": len(said), "said": sum(said)}
+    listed = [r["listing"] for r in rows if r.get("listing")]
+    for name in ("d_listed_over_10pct_behind", "e_near_missing"):
+        count = sum(x[name]["count"] for x in listed)
+        of = sum(x[name]["of"] for x in listed)
+        out[name] = {"count": count, "of": of, "share": count / of if of else None}
+    widths = [w for x in listed for w in x["closest_half_widths"]]
+    out["closest_half_width"] = {
+        "median": statistics.median(widths) if widths else None,
+        "max": max(widths, default=None),
+    }
     return out
 
 
@@ -246,6 +292,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                             any(f["kind"] == "busy_machine" for f in t["doc"].get("findings", []))
                             for t in ok["new"]
                         ],
+                        "listing": listing(model, workload, ok["new"], args.rounds, args.seconds),
                     }
                 )
                 print(json.dumps(summarize(rows[-1:])), flush=True)
