@@ -6,7 +6,10 @@ Objectives say what "best" means; options turn what the user asked for into a
 groups measured at different times on one scale; ``_verdict`` judges what a study
 holds, once per pass, as a :class:`Standing`; ``_phases`` says how hard each phase
 (search, confirm, duel) measures; ``_loop`` is :func:`tune`, and ``_document`` the
-recommendation it writes; ``_explain`` is :func:`explain`, the study's pick explained
+recommendation it writes; ``_session`` is :func:`tune`, a session that runs the passes of
+``_loop`` (each group's run in ``_group``, what comes next in ``_next``) and draws the
+verdict once (``_judge``) that the recommendation (``_document``) and the answer
+(``_answer``) are views of; ``_explain`` is :func:`explain`, the study's pick explained
 (by :mod:`autoplace.explaining`).
 """
 
@@ -24,7 +27,7 @@ from autoplace.tuning._drift import Effects, corrected_scores, fit_effects
 from autoplace.tuning._explain import StudyView, explain, fill_fit, read_study
 from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
-from autoplace.tuning._loop import partial_path, tune
+from autoplace.tuning._judge import Judged, Tuned, Verdict, judge
 from autoplace.tuning._margin import (
     EQUIVALENT,
     MIN_WINDOWS,
@@ -40,6 +43,7 @@ from autoplace.tuning._phases import CONFIRM_CAP_S, DUEL_CAP_S, SEARCH_CAP_S, Ph
 from autoplace.tuning._quiet import BUSY_POLICIES, QUIET_WAIT_S, BusyPolicy, await_quiet
 from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
+from autoplace.tuning._session import partial_path, tune
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
 from autoplace.tuning._verdict import (
@@ -76,6 +80,7 @@ __all__ = [
     "FitPoints",
     "Grid",
     "GroupEvent",
+    "Judged",
     "Noise",
     "Objective",
     "Phase",
@@ -88,6 +93,8 @@ __all__ = [
     "TrialEvent",
     "TuneRequest",
     "TuneResult",
+    "Tuned",
+    "Verdict",
     "await_quiet",
     "build_document",
     "build_space",
@@ -100,6 +107,7 @@ __all__ = [
     "fill_fit",
     "finalists",
     "fit_effects",
+    "judge",
     "latency",
     "make_objective",
     "partial_path",

@@ -1,13 +1,13 @@
-"""A tune's answer, built from its recommendation document and final standing (the value
-is :class:`autoplace.answer.Answer`: what a study keeps and ``recommend()`` caches)."""
+"""A tune's answer, a view of its :class:`~._judge.Verdict` (the value is
+:class:`autoplace.answer.Answer`: what a study keeps and ``recommend()`` caches)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from autoplace.answer import Answer, AnswerObjective, AnswerWorkload, Candidate, Compared
 from autoplace.fingerprint import ANSWER_SCHEMA
+from autoplace.tuning._judge import Tuned, Verdict
 from autoplace.tuning._margin import Scored
 from autoplace.tuning._verdict import Standing
 
@@ -15,49 +15,56 @@ from autoplace.tuning._verdict import Standing
 MAX_CANDIDATES = 64
 
 
-def build_answer(document: dict[str, Any], standing: Standing, sentences: Sequence[str]) -> Answer:
-    """The answer of a finished tune: from its recommendation ``document``, the final
-    ``standing`` and the explanation's ``sentences`` (the first two are kept as the why)."""
-    objective = document["objective"]
-    hardware = document["fingerprint"]["hardware"]
-    workload = document["workload"]
-    rec = document["recommendation"]
-    closest = rec.get("closest")
+def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
+    """The answer of a finished tune, a view of its ``verdict`` on ``tuned``'s study made at
+    ``created`` (the recommendation file's time): the pick and its comparisons, every
+    ranked configuration with the figures a caller's limits are checked against, and the
+    explanation's first two sentences as the why."""
+    standing, identity = verdict.standing, tuned.identity
+    objective = standing.objective
+    hardware, workload = identity["hardware"], identity["workload"]
+    closest, equals = standing.closest, standing.equivalent
     return Answer(
         schema=ANSWER_SCHEMA,
-        created=document["created"],
+        created=created,
         workload=AnswerWorkload(
             path=workload["path"],
             sha256=workload["sha256"],
             name=workload.get("name"),
-            widths=tuple(document["search_space"]["widths"]),
+            widths=tuple(w for w in tuned.space.widths if w is not None),
             default_width=workload.get("default_width"),
         ),
         objective=AnswerObjective(
-            name=objective["name"],
-            direction=objective.get("direction"),
-            unit=objective.get("unit"),
-            run={
-                k: v
-                for k, v in objective.items()
-                if k not in ("name", "direction", "unit", "description")
-            },
+            name=objective.name,
+            direction=objective.direction,
+            unit=objective.unit,
+            run=dict(objective.run),
         ),
         hardware={k: v for k, v in hardware.items() if k != "host"},
         measured_on=hardware.get("host"),
-        software=document["fingerprint"]["software"],
-        study=document["study"]["name"],
-        storage=document["study"]["storage"],
-        device_memory=document["search_space"]["device_memory"],
-        why=tuple(sentences[:2]),
-        closest=None if closest is None else _compared(closest),
-        equivalent=tuple(_compared(e) for e in rec.get("equivalent", [])),
-        findings=tuple(f["text"] for f in document.get("findings", [])),
+        software=dict(identity["software"]),
+        study=tuned.study,
+        storage=tuned.storage,
+        device_memory=dict(tuned.memory),
+        why=tuple(verdict.explanation.sentences[:2]),
+        closest=None if closest is None else _compared(_as_compared(*closest)),
+        equivalent=tuple(_compared(_as_compared(s, c)) for s, c in equals)
+        + tuple(_compared({**_named(c), **x.as_dict()}) for c, x in standing.predicted_equivalent),
+        findings=tuple(f.text() for f in verdict.findings),
         candidates=tuple(
             _candidate(s, standing if n == 0 else None)
             for n, s in enumerate(standing.ranked[:MAX_CANDIDATES])
         ),
     )
+
+
+def _named(c: Any) -> dict[str, Any]:
+    return {"device": c.device, "batch_size": c.batch_size, "precision": c.precision,
+            "width": c.width}  # fmt: skip
+
+
+def _as_compared(s: Scored, c: Any) -> dict[str, Any]:
+    return {**_named(s.config), **c.as_dict()}
 
 
 def _compared(c: dict[str, Any]) -> Compared:

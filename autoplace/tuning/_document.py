@@ -1,52 +1,34 @@
 """The recommendation document: what a tune found, as plain data.
 
-Built from the loop's final :class:`._verdict.Standing`, which it only reads, so the
-file, ``tune --json`` and the terminal say the same thing. Its schema is in
-docs/recommendation-file.md; :mod:`autoplace.recommendation` writes and reads it.
+A view of the tune's :class:`~._judge.Verdict`, which it only reads (it draws no
+conclusion of its own), so the file, ``tune --json`` and the terminal say the same thing.
+Its schema is in docs/recommendation-file.md; :mod:`autoplace.recommendation` writes and
+reads it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autoplace.config import Config
 from autoplace.findings import as_dict as finding_dict
 from autoplace.measurement import Measurement
 from autoplace.recommendation import SCHEMA_VERSION
-from autoplace.study import mask_url
 from autoplace.tuning._failures import over_memory
-from autoplace.tuning._findings import findings
+from autoplace.tuning._judge import Tuned, Verdict
 from autoplace.tuning._margin import Comparison, Scored
-from autoplace.tuning._verdict import Standing
-
-if TYPE_CHECKING:
-    from autoplace.explaining import Explanation
-    from autoplace.objectives import Objective
-    from autoplace.tuning._space import Space
 
 
-def build_document(
-    *,
-    objective: Objective,
-    space: Space,
-    standing: Standing,
-    study_name: str,
-    storage_url: str,
-    workload: dict[str, Any],
-    hw: dict[str, Any],
-    sw: dict[str, Any],
-    device_memory: Mapping[str, int | None] | None = None,
-    explanation: Explanation | None = None,
-    if_busy: str = "warn",
-    judged: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The recommendation file's content (``[explanation]``: why the winner wins;
-    ``[machine]``: how busy it was; ``[[findings]]``; ``[verdict]``: ``judged``, the
-    options the verdict was drawn under, so that ``explain`` and ``report`` of the file
-    draw the same one)."""
-    figures, best = standing.figures, standing.best
+def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
+    """The recommendation file's content, a view of ``verdict`` on ``tuned``'s study: the
+    pick and its evidence, ``[explanation]`` (why it wins), ``[machine]`` (how busy the
+    machine was), ``[[findings]]``, and ``[verdict]`` (the options it was drawn under, so
+    that ``explain`` and ``report`` of the file draw the same one)."""
+    standing, space = verdict.standing, tuned.space
+    figures, best, objective = standing.figures, standing.best, standing.objective
+    identity = tuned.identity
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -58,30 +40,18 @@ def build_document(
             "description": objective.describe(),
             **objective.run,
         },
-        "workload": workload,
-        "fingerprint": {"hardware": hw, "software": sw},
+        "workload": dict(identity["workload"]),
+        "fingerprint": {"hardware": identity["hardware"], "software": identity["software"]},
         "study": {
-            "name": study_name,
-            "storage": mask_url(storage_url),
+            "name": tuned.study,
+            "storage": tuned.storage,
             "measured": sum(1 for m in figures.values() if m.status == "ok"),
             "failed": sum(1 for m in figures.values() if m.status != "ok"),
             "space_size": len(space),
-            "ended_arms": [
-                {"device": d, "precision": p, "width": w, "reason": why}
-                for (d, p, w), why in standing.ended.items()
-            ],
-            "inaccurate_arms": [
-                {"device": d, "precision": p, "width": w, "reason": why}
-                for (d, p, w), why in standing.inaccurate.items()
-            ],
+            "ended_arms": _arms(standing.ended),
+            "inaccurate_arms": _arms(standing.inaccurate),
             "over_memory": [
-                {
-                    "device": c.device,
-                    "batch_size": c.batch_size,
-                    "precision": c.precision,
-                    "width": c.width,
-                    "reason": why,
-                }
+                {**_named(c), "reason": why}
                 for c, why in over_memory(figures, space.max_memory).items()
                 if figures[c].status == "ok"
             ],
@@ -91,16 +61,14 @@ def build_document(
             "batch_sizes": list(space.batch_sizes),
             "precisions": list(space.precisions),
             "widths": [w for w in space.widths if w is not None],
-            "device_memory": dict(device_memory or {}),
+            "device_memory": dict(tuned.memory),
         },
+        "verdict": verdict.judged.as_dict(),
+        "explanation": verdict.explanation.as_dict(),
     }
-    if judged is not None:
-        doc["verdict"] = dict(judged)
-    if explanation is not None:
-        doc["explanation"] = explanation.as_dict()
     if standing.interference is not None:
         doc["machine"] = standing.interference.as_dict()
-    doc["findings"] = [finding_dict(f) for f in findings(standing, if_busy)]
+    doc["findings"] = [finding_dict(f) for f in verdict.findings]
     if best is None:
         return doc
     rec = doc["recommendation"]
@@ -145,6 +113,12 @@ def build_document(
             if (s := standing.best_where(width=w)) is not None
         ]
     return doc
+
+
+def _arms(arms: Mapping[tuple[str, str, int | None], str]) -> list[dict[str, Any]]:
+    """Arms with their reason (ended, or inaccurate), as the file keeps them."""
+    return [{"device": d, "precision": p, "width": w, "reason": why}
+            for (d, p, w), why in arms.items()]  # fmt: skip
 
 
 def _arm_batches(figures: Mapping[Config, Measurement], s: Scored) -> list[int]:

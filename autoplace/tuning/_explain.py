@@ -13,8 +13,7 @@ from typing import Any
 from autoplace import recommendation
 from autoplace._paths import check_length, shown
 from autoplace.errors import BadInputError, StorageError
-from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
-from autoplace.findings import as_dict as finding_dict
+from autoplace.explaining import MEMORY_MARGIN, Explanation
 from autoplace.limits import MachineLimits, cached_limits
 from autoplace.objectives import make_objective
 from autoplace.settings import DEFAULT_MAX_DEVIATION
@@ -31,8 +30,7 @@ from autoplace.study import (
     refuse_foreign_tables,
     study_names,
 )
-from autoplace.tuning._findings import findings
-from autoplace.tuning._fusing import untimed
+from autoplace.tuning._judge import Judged, Verdict, judge
 from autoplace.tuning._space import Space
 from autoplace.tuning._verdict import Standing, standing
 
@@ -41,13 +39,21 @@ _SECOND = dt.timedelta(seconds=1)
 
 @dataclasses.dataclass(frozen=True)
 class StudyView:
-    """A study read back for explaining: its verdict, space and explanation."""
+    """A study read back for explaining: its name, its verdict (drawn by
+    :func:`~._judge.judge`, as the tune drew it), space and each device's memory."""
 
     name: str
-    standing: Standing
+    verdict: Verdict
     space: Space
-    explanation: Explanation
     device_memory: Mapping[str, int | None]
+
+    @property
+    def standing(self) -> Standing:
+        return self.verdict.standing
+
+    @property
+    def explanation(self) -> Explanation:
+        return self.verdict.explanation
 
 
 def explain(
@@ -103,22 +109,55 @@ def read_study(
     path = check_length(source, "recommendation or model file")
     if not path.is_file():
         raise BadInputError(f"no file at {shown(path)}: pass a recommendation file or a model file")
-    doc: dict[str, Any] | None = None
-    verdict: Mapping[str, Any] = {}
-    if path.suffix == ".toml":
-        doc = recommendation.read(path)
-        study = study or doc["study"]["name"]
-        objective = doc["objective"]["name"]
-        run = _run_of(doc)
+    doc = recommendation.read(path) if path.suffix == ".toml" else None
+    judged = Judged(max_deviation=max_deviation)
+    if doc is not None:
+        study, objective = study or doc["study"]["name"], doc["objective"]["name"]
+        judged = Judged.from_dict(doc.get("verdict") or {}, max_deviation)
         url = normalize_url(storage) if storage else _stored_url(doc, path)
-        verdict = doc.get("verdict") or {}
-        if "max_deviation" in verdict:
-            allowed = verdict["max_deviation"]
-            max_deviation = None if allowed == "off" else float(allowed)
     else:
-        run = {}
         url = normalize_url(storage) if storage else default_url()
+    run = _run_of(doc) if doc is not None else {}
     obj = make_objective(objective, **run) if run else make_objective(objective)
+    read = _read(path, doc, url, storage, study, workload, obj, judged)
+    history, later, attrs = read.history, read.later, read.attrs
+    space = _space_of(history, read.devices, read.widths)
+    memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
+        "device_memory", {}
+    )
+    now = standing(history, obj, space, judged.max_deviation)
+    verdict = judge(now, space, memory, judged, _limits_for(doc, attrs), margin)
+    if later:
+        sentences = (_moved_on(path, doc, later), *verdict.explanation.sentences)
+        explained = dataclasses.replace(verdict.explanation, sentences=sentences)
+        verdict = dataclasses.replace(verdict, explanation=explained)
+    return StudyView(read.name, verdict, space, memory)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    """A study read for explaining (see :func:`_read_study`)."""
+
+    name: str
+    history: History
+    later: int
+    devices: Sequence[str]
+    widths: Sequence[int]
+    attrs: Mapping[str, Any]
+
+
+def _read(
+    path: Path,
+    doc: Mapping[str, Any] | None,
+    url: str,
+    storage: str | None,
+    study: str | None,
+    workload: str | None,
+    obj: Any,
+    judged: Judged,
+) -> _Read:
+    """The study ``path`` names (a file's) or holds measurements of (a model file's), read
+    up to what the file's verdict rested on, never created nor written."""
     if study is not None:
         check_study_name(study)
     refuse_foreign_tables(url)
@@ -128,73 +167,28 @@ def read_study(
     opened = _open(url, named_in)
     try:
         name = study or _find_study(opened, url, path, workload, obj.name)
+        cut = _cut(doc, judged)
         history, later, devices, widths, attrs = _read_study(
-            opened, url, name, obj, _cut(doc, verdict), _written(verdict, "since")
+            opened, url, name, obj, cut, _local(judged.since)
         )
     finally:
         close_storage(opened)
-    ok = [c for c, m in history.figures().items() if m.status == "ok"]
-    if not ok:
+    if not any(m.status == "ok" for m in history.figures().values()):
         raise BadInputError(
             f"study {name!r} holds no measurement that ran: run `autoplace tune {path}` first"
         )
-    batches = sorted({c.batch_size for c in history.figures()})
-    space = Space(
+    return _Read(name, history, later, devices, widths, attrs)
+
+
+def _space_of(history: History, devices: Sequence[str], widths: Sequence[int]) -> Space:
+    """The space a study's measurements span."""
+    figures = history.figures()
+    return Space(
         tuple(sorted(devices)),
-        tuple(batches),
-        tuple(dict.fromkeys(c.precision for c in history.figures())),
+        tuple(sorted({c.batch_size for c in figures})),
+        tuple(dict.fromkeys(c.precision for c in figures)),
         tuple(widths) or (None,),
     )
-    now = standing(history, obj, space, max_deviation)
-    memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
-        "device_memory", {}
-    )
-    explanation = explained(
-        now,
-        space,
-        memory,
-        str(verdict.get("if_busy", "warn")),
-        _limits_for(doc, attrs),
-        tuple(verdict.get("steps_per_call", ())),
-        margin=margin,
-    )
-    if later:
-        explanation = dataclasses.replace(
-            explanation, sentences=(_moved_on(path, doc, later), *explanation.sentences)
-        )
-    return StudyView(name, now, space, explanation, memory)
-
-
-def explained(
-    final: Standing,
-    space: Space,
-    memory: Mapping[str, int | None],
-    if_busy: str,
-    limits: MachineLimits | None = None,
-    steps_per_call: Sequence[int] = (),
-    *,
-    margin: float = MEMORY_MARGIN,
-) -> Explanation:
-    """The standing's explanation, with its findings, each arm against the machine's
-    ``limits`` where they were measured (``autoplace limits``; a tune never waits on them),
-    and, where the pick's ``steps_per_call`` were not timed because the windows could not
-    have shown their gain, why (:func:`._fusing.untimed`), after the verdict's sentence.
-    The tune writes it; ``explain`` and ``report`` of its file draw it again alike."""
-    explanation = explain_standing(
-        final, space=space, device_memory=memory, margin=margin, limits=limits
-    )
-    found = tuple(finding_dict(f) for f in findings(final, if_busy))
-    explanation = dataclasses.replace(explanation, findings=found)
-    best = final.best
-    if best is None or final.fusing is not None:
-        return explanation
-    fixed_batch = len(space.batch_sizes) == 1
-    why = untimed(best.config, final.figures, final.objective, steps_per_call, fixed_batch,
-                  final.noise)  # fmt: skip
-    if why is None:
-        return explanation
-    first, *rest = explanation.sentences
-    return dataclasses.replace(explanation, sentences=(first, why.text(), *rest))
 
 
 def _moved_on(path: Path, doc: Mapping[str, Any] | None, later: int) -> str:
@@ -209,24 +203,30 @@ def _moved_on(path: Path, doc: Mapping[str, Any] | None, later: int) -> str:
     )
 
 
-def _cut(doc: Mapping[str, Any] | None, verdict: Mapping[str, Any]) -> int | dt.datetime | None:
+def _cut(doc: Mapping[str, Any] | None, judged: Judged) -> int | dt.datetime | None:
     """Where a recommendation file's measurements end: the newest trial number its verdict
     read, else (a file from before it was recorded) the time it was written."""
     if doc is None:
         return None
-    newest = verdict.get("newest_trial")
-    return int(newest) if isinstance(newest, int) else _written(doc, "created")
+    if judged.newest_trial >= 0:
+        return judged.newest_trial
+    return _local(_written(doc.get("created")))
 
 
-def _written(section: Mapping[str, Any] | None, key: str) -> dt.datetime | None:
-    """A time a recommendation file records (``created``, the remeasure's ``since``), as
-    Optuna stamps trials: local and naive."""
-    text = (section or {}).get(key)
+def _written(text: Any) -> dt.datetime | None:
+    """A time a recommendation file records, aware (UTC where it says no zone)."""
     if not text:
         return None
     try:
         when = dt.datetime.fromisoformat(str(text))
     except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
+
+
+def _local(when: dt.datetime | None) -> dt.datetime | None:
+    """``when`` as Optuna stamps trials: local and naive."""
+    if when is None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
@@ -361,7 +361,7 @@ def fill_fit(
     """Measure the points the cost-model lines still lack (see :func:`explain`); return how
     many measurements that took. ``backend``: where to measure (default: a worker)."""
     from autoplace.tuning._fit_points import FitPoints
-    from autoplace.tuning._loop import tune
+    from autoplace.tuning._session import tune
 
     path = check_length(source, "recommendation or model file")
     if not path.is_file():
