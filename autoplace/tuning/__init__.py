@@ -45,17 +45,15 @@ from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._session import partial_path, tune
 from autoplace.tuning._space import Space
+from autoplace.tuning._standing import CONFIRM_REACH, LIST_REACH, Standing
 from autoplace.tuning._strategies import MAX_GROUP, Scores, Strategy
-from autoplace.tuning._verdict import (
-    CONFIRM_REACH,
-    LIST_REACH,
+from autoplace.tuning._verdict import standing
+from autoplace.tuning._windows import (
     MAX_WINDOWS,
     RESOLUTION,
-    Standing,
     confirmation_window,
     duel,
     finalists,
-    standing,
 )
 
 __all__ = [

@@ -9,7 +9,7 @@ from autoplace.answer import Answer, AnswerObjective, AnswerWorkload, Candidate,
 from autoplace.fingerprint import ANSWER_SCHEMA
 from autoplace.tuning._judge import Tuned, Verdict
 from autoplace.tuning._margin import Scored
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 
 #: The ranked configurations an answer keeps, best first (a study attribute stays small).
 MAX_CANDIDATES = 64

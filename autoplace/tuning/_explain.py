@@ -32,7 +32,8 @@ from autoplace.study import (
 )
 from autoplace.tuning._judge import Judged, Verdict, judge
 from autoplace.tuning._space import Space
-from autoplace.tuning._verdict import Standing, standing
+from autoplace.tuning._standing import Standing
+from autoplace.tuning._verdict import standing
 
 _SECOND = dt.timedelta(seconds=1)
 

@@ -1,5 +1,5 @@
 """The findings of a verdict (see :mod:`autoplace.findings`), computed once from a
-:class:`~._verdict.Standing`."""
+:class:`~._standing.Standing`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from autoplace.findings import (
     HostMemoryGrows,
 )
 from autoplace.tuning._remedy import needs_remedy
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 
 #: Growth of resident memory per step from which a process counts as leaking (a million
 #: steps would need 16 GiB).

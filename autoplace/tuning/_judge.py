@@ -1,4 +1,4 @@
-"""The verdict, drawn once: :func:`judge` turns a study's final :class:`~._verdict.Standing`
+"""The verdict, drawn once: :func:`judge` turns a study's final :class:`~._standing.Standing`
 into a :class:`Verdict` holding the standing, its explanation and its findings.
 
 Everything a tune says is a view of that one value, as hyperfine's exports are of its one
@@ -23,7 +23,7 @@ from autoplace.limits import MachineLimits
 from autoplace.tuning._findings import findings
 from autoplace.tuning._fusing import untimed
 from autoplace.tuning._space import Space
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 
 
 @dataclasses.dataclass(frozen=True)

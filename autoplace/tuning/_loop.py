@@ -34,7 +34,8 @@ from autoplace.tuning._phases import Phase
 from autoplace.tuning._plan import Plan
 from autoplace.tuning._quiet import await_quiet
 from autoplace.tuning._result import GroupEvent, TrialEvent
-from autoplace.tuning._verdict import Standing, standing
+from autoplace.tuning._standing import Standing
+from autoplace.tuning._verdict import standing
 
 _NO_LIMIT = 2**40
 #: How often a worker with nothing left but others' measurements in flight looks again.

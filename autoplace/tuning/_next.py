@@ -15,7 +15,8 @@ from autoplace.tuning._fusing import fusing_window
 from autoplace.tuning._phases import Phase
 from autoplace.tuning._plan import Plan
 from autoplace.tuning._remedy import remedy_window
-from autoplace.tuning._verdict import Standing, confirmation_window, duel, incumbent
+from autoplace.tuning._standing import Standing
+from autoplace.tuning._windows import confirmation_window, duel, incumbent
 
 #: What a pass measures: its phase, the group (empty: nothing now) and the reference.
 Next = tuple[Phase, list[Config], Config | None]

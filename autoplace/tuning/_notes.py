@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from autoplace import units
 from autoplace.tuning._loop import Loop
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 
 
 def notes(

@@ -15,7 +15,7 @@ from autoplace.objectives import Objective
 from autoplace.tuning._margin import Scored
 from autoplace.tuning._phases import Phase
 from autoplace.tuning._space import Space
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 
 
 @dataclasses.dataclass(frozen=True)

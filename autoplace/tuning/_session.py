@@ -49,7 +49,7 @@ from autoplace.tuning._phases import phase_settings
 from autoplace.tuning._plan import Plan
 from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
-from autoplace.tuning._verdict import Standing
+from autoplace.tuning._standing import Standing
 from autoplace.workload import WorkloadInfo
 
 
