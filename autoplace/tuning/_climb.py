@@ -63,19 +63,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
-from collections.abc import Iterable, Mapping
 
-from autoplace.config import PRECISION_BYTES, Config
+from autoplace.config import Config
 from autoplace.objectives import Objective
-from autoplace.tuning._failures import arm_bounds
-from autoplace.tuning._reach import CostLine, cost_line, could_reach
+from autoplace.tuning._climb_view import Arm, Group, Leader, View, group_of, wider
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 
 #: (device, precision, width): the axes other than the batch size.
-Arm = tuple[str, str, int | None]
-Group = tuple[Config, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,14 +100,14 @@ class Climb:
     def propose(
         self, space: Space, objective: Objective, scores: Scores, pending: frozenset[Config]
     ) -> Group:
-        view = _View.of(self, space, objective, scores, pending)
+        view = View.of(self, space, objective, scores, pending)
         group = screen(view)
         if group:
             return group
         ranked = view.ranked()
         if not ranked:
             return ()  # nothing ran at any batch size
-        leader = _Leader.of(view, ranked)
+        leader = Leader.of(view, ranked)
         chosen: Group = ()
         for step in _STEPS:
             found = step(view, leader)
@@ -120,191 +115,36 @@ class Climb:
                 return found  # what the frame finds decides what else is worth measuring
             if found and chosen and step not in _FILLERS:
                 break
-            chosen = _group((*chosen, *found))
+            chosen = group_of((*chosen, *found))
             view = view.taking(found)
             if len(chosen) >= MAX_GROUP:
                 break
         return chosen
 
 
-def _start_index(start_batch: int | None, batches: tuple[int, ...], objective: Objective) -> int:
-    """The index of the batch arms are screened at (see :class:`Climb`'s ``start_batch``)."""
-    if start_batch is not None:
-        target = math.log2(start_batch)
-    else:
-        low, high = math.log2(batches[0]), math.log2(batches[-1])
-        fraction = 2 / 3 if objective.name == "throughput" else 1 / 2
-        target = low + fraction * (high - low)
-    return min(range(len(batches)), key=lambda i: abs(math.log2(batches[i]) - target))
-
-
-def _group(configs: Iterable[Config]) -> Group:
-    """The distinct ``configs``, in order, at most :data:`MAX_GROUP` of them."""
-    return tuple(itertools.islice(dict.fromkeys(configs), MAX_GROUP))
-
-
-@dataclasses.dataclass(frozen=True)
-class _View:
-    """What is known, per arm, with batch sizes as indices into ``batches``. Read-only.
-
-    ``table[arm]`` holds the arm's scores by batch index (in the order measured);
-    ``floor[arm]`` and ``ceiling[arm]`` bound the batches worth trying (see
-    :func:`._failures.arm_bounds`: a failure below a batch that ran is a floor, any other
-    a ceiling; ``-1`` and ``len(batches)`` when none); ``taken`` is every configuration
-    measured or being measured.
-    """
-
-    settings: Climb
-    objective: Objective
-    batches: tuple[int, ...]
-    start: int
-    arms: tuple[Arm, ...]
-    table: Mapping[Arm, Mapping[int, float]]
-    floor: Mapping[Arm, int]
-    ceiling: Mapping[Arm, int]
-    taken: frozenset[Config]
-
-    @classmethod
-    def of(
-        cls,
-        settings: Climb,
-        space: Space,
-        objective: Objective,
-        scores: Scores,
-        pending: frozenset[Config],
-    ) -> _View:
-        batches = space.batch_sizes
-        start = _start_index(settings.start_batch, batches, objective)
-        arms = tuple(space.arms())
-        table: dict[Arm, dict[int, float]] = {arm: {} for arm in arms}
-        failed: dict[Arm, set[int]] = {arm: set() for arm in arms}
-        for c, s in scores.items():
-            arm = (c.device, c.precision, c.width)
-            if arm not in table or c.batch_size not in batches:
-                continue
-            i = batches.index(c.batch_size)
-            if s is None:
-                failed[arm].add(i)
-            else:
-                table[arm][i] = s
-        floor, ceiling = {}, {}
-        for arm in arms:
-            low, high = arm_bounds(table[arm].keys(), failed[arm])
-            floor[arm] = -1 if low is None else low
-            ceiling[arm] = len(batches) if high is None else high
-        taken = frozenset(scores) | pending  # measured, or being measured
-        return cls(settings, objective, batches, start, arms, table, floor, ceiling, taken)
-
-    def taking(self, configs: Iterable[Config]) -> _View:
-        """The same view with ``configs`` taken too (proposed, so not proposed again)."""
-        return dataclasses.replace(self, taken=self.taken | frozenset(configs))
-
-    def config(self, arm: Arm, i: int) -> Config:
-        return Config(device=arm[0], batch_size=self.batches[i], precision=arm[1], width=arm[2])
-
-    def free(self, arm: Arm, i: int) -> bool:
-        """Whether batch ``i`` exists, lies between the arm's floor and ceiling, and is not
-        taken."""
-        return max(0, self.floor[arm] + 1) <= i < self.ceiling[arm] and (
-            self.config(arm, i) not in self.taken
-        )
-
-    def best(self, arm: Arm) -> tuple[int, float]:
-        """The arm's best score and its batch index (the first measured, on a tie)."""
-        measured = self.table[arm]
-        i = max(measured, key=lambda i: self.objective.key(measured[i]))
-        return i, measured[i]
-
-    def anchor(self, arm: Arm) -> int:
-        """The smallest batch scoring within ``noise`` of the arm's best: as good, and cheaper."""
-        _, top = self.best(arm)
-        gain, noise = self.objective.gain, self.settings.noise
-        return min(i for i, s in self.table[arm].items() if gain(top, s) <= noise)
-
-    def ranked(self) -> list[Arm]:
-        """The arms with a score, best first (ties in the space's order)."""
-        scored = [arm for arm in self.arms if self.table[arm]]
-        return sorted(scored, key=lambda arm: -self.objective.key(self.best(arm)[1]))
-
-    def line(self, arm: Arm) -> CostLine | None:
-        """The arm's cost line, where one holds over its measured batches (see
-        :mod:`._reach`); none for an objective other than throughput (only its score is the
-        line's own quantity)."""
-        if self.objective.name != "throughput":
-            return None
-        return cost_line({self.batches[j]: s for j, s in self.table[arm].items()})
-
-    def could_reach(self, line: CostLine | None, arm: Arm, i: int, best: float) -> bool:
-        """Whether the arm's batch ``i`` could score ``best``, by the arm's ``line``
-        (:meth:`line`; none: it could)."""
-        steps = min((abs(i - j) for j in self.table[arm]), default=0)
-        return could_reach(line, self.batches[i], steps, best)
-
-    def around_best(self, arm: Arm) -> list[Config]:
-        """The free batches one step above and below the arm's best, in that order."""
-        i, _ = self.best(arm)
-        return [self.config(arm, j) for j in (i + 1, i - 1) if self.free(arm, j)]
-
-    def trails(self, arm: Arm, leader: _Leader) -> bool:
-        """Whether the leader beats ``arm``, an arm of its device, by more than ``drop`` at
-        every batch both measured, one of them below the leader's anchor when ``arm`` is of
-        a wider precision: its cliff comes a batch step earlier, so past the anchor it may
-        only have fallen off first."""
-        if arm[0] != leader.arm[0]:
-            return False  # another device: a slow start can hide the faster sample
-        common = self.table[leader.arm].keys() & self.table[arm].keys()
-        if _wider(arm, leader.arm) > 0 and not any(i < leader.anchor for i in common):
-            return False
-        gains = [self.objective.gain(self.table[leader.arm][i], self.table[arm][i]) for i in common]
-        return bool(gains) and min(gains) > self.settings.drop
-
-
-@dataclasses.dataclass(frozen=True)
-class _Leader:
-    """The arm with the best score, and what the steps need to know about it. ``explores``: it
-    was measured at least as often as every other arm on its device (arms on one device peak
-    at similar batches, so only such an arm is covered across the whole range)."""
-
-    arm: Arm
-    best: int  # the batch index of its best score
-    score: float  # its best score: the best of all
-    anchor: int  # its smallest batch within noise of its best
-    explores: bool
-    others: tuple[Arm, ...]  # the other arms with a score, best first
-
-    @classmethod
-    def of(cls, view: _View, ranked: list[Arm]) -> _Leader:
-        arm = ranked[0]
-        best, score = view.best(arm)
-        anchor = view.anchor(arm)
-        most = max(len(view.table[a]) for a in ranked if a[0] == arm[0])
-        explores = len(view.table[arm]) >= most
-        return cls(arm, best, score, anchor, explores, tuple(ranked[1:]))
-
-
-def screen(view: _View) -> Group:
+def screen(view: View) -> Group:
     """Measure every arm with no score at the start batch, together; once none is left to
     screen, each arm still without a score tries its smallest batch: the cheapest, and where
     a failure that does not depend on the batch size shows again and ends the arm."""
-    first = _group(
+    first = group_of(
         view.config(arm, view.start)
         for arm in view.arms
         if not view.table[arm] and view.free(arm, view.start)
     )
     if first:
         return first
-    return _group(
+    return group_of(
         view.config(arm, 0) for arm in view.arms if not view.table[arm] and view.free(arm, 0)
     )
 
 
-def cover(view: _View, leader: _Leader) -> Group:
+def cover(view: View, leader: Leader) -> Group:
     """Measure the exploring leader every second batch step across the whole range (counted
     from the start batch), and at the smallest and largest batch, smallest first; past its
     largest measured batch one at a time, so that none is tried above an unknown failure.
     For throughput, below what it measured, first its smallest batch and the one midway
     (in batch steps), then only the batches its cost line leaves a chance
-    (:meth:`_View.could_reach`)."""
+    (:meth:`View.could_reach`)."""
     if not leader.explores:
         return ()
     arm, last = leader.arm, len(view.batches) - 1
@@ -319,10 +159,10 @@ def cover(view: _View, leader: _Leader) -> Group:
     else:
         line = view.line(arm)
         below = [i for i in below if view.could_reach(line, arm, i, leader.score)]
-    return _group(view.config(arm, i) for i in below + above)
+    return group_of(view.config(arm, i) for i in below + above)
 
 
-def _framing(view: _View, leader: _Leader) -> bool:
+def _framing(view: View, leader: Leader) -> bool:
     """Whether the cover, for throughput, has yet to measure the leader's smallest batch
     (below all it measured): then it measures that batch and the one midway, alone in
     their group, before it decides on any batch between."""
@@ -336,7 +176,7 @@ def _framing(view: _View, leader: _Leader) -> bool:
     )
 
 
-def peaks(view: _View, leader: _Leader) -> Group:
+def peaks(view: View, leader: Leader) -> Group:
     """Measure the leader one batch step either side of each local maximum of its scores
     (no measured neighbour scores better) within ``reach`` of its best, best peaks first."""
     measured, key = view.table[leader.arm], view.objective.key
@@ -347,7 +187,7 @@ def peaks(view: _View, leader: _Leader) -> Group:
         if not beaten and view.objective.gain(leader.score, measured[i]) <= view.settings.reach:
             found.append(i)
     found.sort(key=lambda i: -key(measured[i]))
-    return _group(
+    return group_of(
         view.config(leader.arm, j)
         for i in found
         for j in (i + 1, i - 1)
@@ -355,7 +195,7 @@ def peaks(view: _View, leader: _Leader) -> Group:
     )
 
 
-def gaps(view: _View, leader: _Leader) -> Group:
+def gaps(view: View, leader: Leader) -> Group:
     """Measure the exploring leader at each batch left out between two measured ones, when
     the better of the two scores within ``gap`` of the best, best gaps first: a narrow peak
     (a CPU's caches) can hide between two batches of the cover."""
@@ -369,13 +209,13 @@ def gaps(view: _View, leader: _Leader) -> Group:
         if hi - lo == 2 and view.objective.gain(leader.score, better) <= view.settings.gap:
             found.append((key(better), lo + 1))
     found.sort(reverse=True)
-    return _group(view.config(arm, i) for _, i in found if view.free(arm, i))
+    return group_of(view.config(arm, i) for _, i in found if view.free(arm, i))
 
 
-def predicted(view: _View, leader: _Leader) -> Group:
+def predicted(view: View, leader: Leader) -> Group:
     """Measure the exploring leader, for throughput, at each batch between its smallest and
     largest measured that its cost line, where one holds, says could reach the best
-    (:meth:`_View.could_reach`; where none holds, nothing: :func:`gaps` does the work)."""
+    (:meth:`View.could_reach`; where none holds, nothing: :func:`gaps` does the work)."""
     if not leader.explores or view.objective.name != "throughput":
         return ()
     measured, arm = view.table[leader.arm], leader.arm
@@ -383,23 +223,16 @@ def predicted(view: _View, leader: _Leader) -> Group:
     if line is None:
         return ()
     inside = range(min(measured) + 1, max(measured))
-    return _group(
+    return group_of(
         view.config(arm, i)
         for i in inside
         if view.free(arm, i) and view.could_reach(line, arm, i, leader.score)
     )
 
 
-def _wider(arm: Arm, other: Arm) -> int:
-    """How many bytes per element wider ``arm``'s precision is than ``other``'s: a precision
-    half as wide holds twice the batch in the same memory, so its cliffs (caches, memory
-    pressure) come one batch step later."""
-    return PRECISION_BYTES.get(arm[1], 4) - PRECISION_BYTES.get(other[1], 4)
-
-
-def at_anchor(view: _View, leader: _Leader) -> Group:
+def at_anchor(view: View, leader: Leader) -> Group:
     """Measure every other arm at the leader's anchor, together, unless it trails (the leader
-    beats it by more than ``drop`` at every batch both have measured; see :meth:`_View.trails`
+    beats it by more than ``drop`` at every batch both have measured; see :meth:`View.trails`
     for a wider precision); an arm of a wider precision also one
     batch step below it, a narrower one above (its cliffs come a step earlier, or later)."""
 
@@ -408,11 +241,11 @@ def at_anchor(view: _View, leader: _Leader) -> Group:
             # Another device: a larger fixed cost per step (an accelerator's launch) loses
             # at small batches and can win at large ones, so also the leader's largest.
             return [leader.anchor, max(view.table[leader.arm])]
-        wider = _wider(arm, leader.arm)
-        shifted = leader.anchor - 1 if wider > 0 else leader.anchor + 1
-        return [leader.anchor] if wider == 0 else [leader.anchor, shifted]
+        width = wider(arm, leader.arm)
+        shifted = leader.anchor - 1 if width > 0 else leader.anchor + 1
+        return [leader.anchor] if width == 0 else [leader.anchor, shifted]
 
-    return _group(
+    return group_of(
         view.config(arm, i)
         for arm in leader.others
         if not view.trails(arm, leader)
@@ -421,11 +254,11 @@ def at_anchor(view: _View, leader: _Leader) -> Group:
     )
 
 
-def refine(view: _View, leader: _Leader) -> Group:
+def refine(view: View, leader: Leader) -> Group:
     """Measure one batch step above and below the best of every other arm whose best is within
     ``reach`` of the leader's, together (best arms first)."""
     reach, gain = view.settings.reach, view.objective.gain
-    return _group(
+    return group_of(
         c
         for arm in leader.others
         if gain(leader.score, view.best(arm)[1]) <= reach
@@ -433,7 +266,7 @@ def refine(view: _View, leader: _Leader) -> Group:
     )
 
 
-def lines(view: _View, leader: _Leader) -> Group:
+def lines(view: View, leader: Leader) -> Group:
     """Measure every arm that ran at one batch size only at a second, one step below it
     (else above): each arm of each device gets a line before the search ends, so that no
     device or precision is written off on one point (the H200's float32 arm of the README
@@ -447,7 +280,7 @@ def lines(view: _View, leader: _Leader) -> Group:
         nxt = next((j for j in (i - 1, i + 1) if view.free(arm, j)), None)
         if nxt is not None:
             found.append(view.config(arm, nxt))
-    return _group(found)
+    return group_of(found)
 
 
 _STEPS = (cover, peaks, gaps, predicted, at_anchor, refine, lines)
