@@ -47,6 +47,15 @@ class Objective:
     score_fn: Callable[[Measurement], float | None] = dataclasses.field(repr=False)
     run: dict[str, Any] = dataclasses.field(default_factory=dict)
     loop: Loop = "fed"
+    #: Whether the score is samples per second, the quantity an arm's cost line
+    #: ``t(b) = a + c·b`` speaks of: the climb tests the line before it measures between,
+    #: and the search stops timing what is clearly behind.
+    rate: bool = False
+    #: Whether a step starts from one batch on the host: the transfer counts, and its steps
+    #: are neither fed three ways nor fused (the default batch is 1).
+    one_batch: bool = False
+    #: What it scores, in words (``describe``).
+    description: str = ""
 
     def score(self, m: Measurement) -> float | None:
         return self.score_fn(m) if m.measured else None
@@ -82,13 +91,7 @@ class Objective:
         return b / a - 1.0
 
     def describe(self) -> str:
-        if self.name == "time-to-finish":
-            if "steps" in self.run:
-                return f"time to finish {self.run['steps']} steps (compile + first call + steps)"
-            return f"time to finish {self.run['samples']} samples (compile + first call + steps)"
-        if self.name == "latency":
-            return "latency of one step (transfer + step)"
-        return f"throughput (samples/s, {_FED[self.feeding]})"
+        return self.description
 
 
 #: How each feeding is said.
@@ -109,7 +112,8 @@ def throughput(feeding: Feeding = "put") -> Objective:
         return m.batch_size / t if t else None
 
     run = {} if feeding == "put" else {"feeding": feeding}
-    return Objective("throughput", "maximize", "samples/s", score, run, loop=loop)
+    said = f"throughput (samples/s, {_FED[feeding]})"
+    return Objective("throughput", "maximize", "samples/s", score, run, loop, True, False, said)
 
 
 def latency() -> Objective:
@@ -120,7 +124,9 @@ def latency() -> Objective:
             return None
         return m.transfer_s + m.step_s
 
-    return Objective("latency", "minimize", "s", score, loop="step")
+    said = "latency of one step (transfer + step)"
+    return Objective("latency", "minimize", "s", score, loop="step", one_batch=True,
+                     description=said)  # fmt: skip
 
 
 def time_to_finish(
@@ -173,7 +179,9 @@ def time_to_finish(
         run["epochs"] = epochs
     if feeding != "put":
         run["feeding"] = feeding
-    return Objective("time-to-finish", "minimize", "s", score, run, loop=loop)
+    length = f"{steps} steps" if steps is not None else f"{total} samples"
+    said = f"time to finish {length} (compile + first call + steps)"
+    return Objective("time-to-finish", "minimize", "s", score, run, loop=loop, description=said)
 
 
 def make_objective(

@@ -169,7 +169,7 @@ def _framing(view: View, leader: Leader) -> bool:
     arm = leader.arm
     lowest = max(0, view.floor[arm] + 1)
     return (
-        view.objective.name == "throughput"
+        view.objective.rate
         and leader.explores
         and lowest < min(view.table[arm])
         and view.free(arm, lowest)
@@ -216,7 +216,7 @@ def predicted(view: View, leader: Leader) -> Group:
     """Measure the exploring leader, for throughput, at each batch between its smallest and
     largest measured that its cost line, where one holds, says could reach the best
     (:meth:`View.could_reach`; where none holds, nothing: :func:`gaps` does the work)."""
-    if not leader.explores or view.objective.name != "throughput":
+    if not leader.explores or not view.objective.rate:
         return ()
     measured, arm = view.table[leader.arm], leader.arm
     line = view.line(arm)

@@ -31,7 +31,7 @@ def _start_index(start_batch: int | None, batches: tuple[int, ...], objective: O
         target = math.log2(start_batch)
     else:
         low, high = math.log2(batches[0]), math.log2(batches[-1])
-        fraction = 2 / 3 if objective.name == "throughput" else 1 / 2
+        fraction = 2 / 3 if objective.rate else 1 / 2
         target = low + fraction * (high - low)
     return min(range(len(batches)), key=lambda i: abs(math.log2(batches[i]) - target))
 
@@ -128,7 +128,7 @@ class View:
         """The arm's cost line, where one holds over its measured batches (see
         :mod:`._reach`); none for an objective other than throughput (only its score is the
         line's own quantity)."""
-        if self.objective.name != "throughput":
+        if not self.objective.rate:
             return None
         return cost_line({self.batches[j]: s for j, s in self.table[arm].items()})
 

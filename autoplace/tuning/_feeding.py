@@ -135,7 +135,7 @@ def feeding_window(
     """The configurations to time fed three ways in the next window (the pick first, then
     each other device's best), or none: for the latency objective (one batch from the
     host, by definition), or once each has :data:`MIN_WINDOWS` windows that ran."""
-    if pick is None or objective.name == "latency":
+    if pick is None or objective.one_batch:
         return []
     group = [pick, *(c for c in bests if c != pick and c.device != pick.device)]
     done = [_windows(feeding.get(c, ())) for c in group]

@@ -193,7 +193,7 @@ def untimed(
     nothing says (no line, no noise yet)."""
     tried = steps_tried(steps_per_call)[1:]
     share = fixed_share(figures, pick, objective.loop)
-    if objective.name == "latency" or not tried or share is None or noise is None:
+    if objective.one_batch or not tried or share is None or noise is None:
         return None
     if share < FIXED_SHARE and not fixed_batch:
         return None
@@ -244,7 +244,7 @@ def fusing_window(
     undecided and one more window could settle it."""
     tried = steps_tried(steps_per_call)[1:]
     figure = figures.get(pick) if pick is not None else None
-    if not tried or objective.name == "latency" or figure is None or not figure.fresh_process:
+    if not tried or objective.one_batch or figure is None or not figure.fresh_process:
         return []
     assert pick is not None
     share = fixed_share(figures, pick, objective.loop)

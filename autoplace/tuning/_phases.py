@@ -106,14 +106,12 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
     quick = dataclasses.replace(
         settings,
         deviation=False,
-        transfer_cap_s=settings.transfer_cap_s if objective.name == "latency" else 0.0,
+        transfer_cap_s=settings.transfer_cap_s if objective.one_batch else 0.0,
         warmup_steps=min(settings.warmup_steps, 1 if objective.loop == "step" else 0),
     )
     windows = dataclasses.replace(quick, warmup_s=WINDOW_WARMUP_S, min_chunks=WINDOW_CHUNKS)
     confirming = dataclasses.replace(windows, deviation=settings.deviation)
-    searching = dataclasses.replace(
-        quick, stop_behind=STOP_BEHIND if objective.name == "throughput" else None
-    )
+    searching = dataclasses.replace(quick, stop_behind=STOP_BEHIND if objective.rate else None)
     return {
         Phase.SEARCH: ranking(searching, SEARCH_CAP_S),
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),

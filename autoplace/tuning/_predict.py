@@ -68,7 +68,7 @@ def predicted(
 ) -> dict[Config, Prediction]:
     """Each unmeasured configuration of ``space`` a line can speak for, with its predicted
     score on the search's scale and its error (see the module docstring)."""
-    if objective.name != "throughput":
+    if not objective.rate:
         return {}
     batches = space.batch_sizes
     out: dict[Config, Prediction] = {}

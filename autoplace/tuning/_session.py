@@ -188,8 +188,8 @@ def _open(
 
 def _space(r: TuneRequest, info: WorkloadInfo, devices: list[DeviceInfo]) -> Any:
     """The space the request asks for, on this machine's devices and the file's widths."""
-    latency = r.objective_value.name == "latency"
-    default_batches = (1,) if latency else info.batch_sizes or DEFAULT_BATCH_SIZES
+    one = r.objective_value.one_batch
+    default_batches = (1,) if one else info.batch_sizes or DEFAULT_BATCH_SIZES
     return build_space(
         r.devices,
         r.batch_sizes,
