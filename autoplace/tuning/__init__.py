@@ -24,7 +24,8 @@ from autoplace.objectives import (
 from autoplace.tuning._climb import Climb
 from autoplace.tuning._document import build_document
 from autoplace.tuning._drift import Effects, corrected_scores, fit_effects
-from autoplace.tuning._explain import StudyView, explain, fill_fit, read_study
+from autoplace.tuning._explain import StudyView, explain, read_study
+from autoplace.tuning._fill import fill_fit
 from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
 from autoplace.tuning._judge import Judged, Tuned, Verdict, judge
