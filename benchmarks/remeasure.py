@@ -193,6 +193,7 @@ class Timing:
     max_rss_mib: float | None = None
     loadavg: float | None = None  # the 1-minute load average when the process started
     process_s: float | None = None  # the whole process, interpreter start-up included
+    import_s: float | None = None  # of which importing JAX and NumPy (the worker's start-up)
 
     @property
     def ok(self) -> bool:
@@ -443,10 +444,13 @@ def _child_time(spec: dict[str, Any]) -> dict[str, Any]:
     config = Config(**spec["config"])
     settings = TimingSettings(**spec["settings"])
     phase = "importing JAX"
+    began_imports = time.perf_counter()
     try:
         import jax
         import jax.numpy as jnp
         import numpy as np
+
+        import_s = time.perf_counter() - began_imports
 
         if settings.compile_cache:
             jax.config.update("jax_compilation_cache_dir", settings.compile_cache)
@@ -537,6 +541,7 @@ def _child_time(spec: dict[str, Any]) -> dict[str, Any]:
         "minor_faults_per_step": (after.ru_minflt - usage.ru_minflt) / steps,
         "max_rss_mib": after.ru_maxrss / 1024,  # Linux reports KiB
         "loadavg": loadavg,
+        "import_s": import_s,
     }
 
 
