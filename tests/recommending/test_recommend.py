@@ -82,7 +82,7 @@ def test_a_miss_under_each_policy(env):
 
 @pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_stale_by_software_is_used_marked_or_retuned_or_refused(env, monkeypatch):
-    import autoplace.recommending._recommend as module
+    import autoplace.recommending._key as module  # where a look-up's key reads the versions
 
     first = env()
     real = module.software()
