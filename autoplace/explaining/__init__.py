@@ -1,8 +1,6 @@
-"""Why the winner wins: a cost model per arm, the answers it gives, in sentences.
+"""Why the winner wins: the answers each arm's cost model (:mod:`autoplace.costs`) gives,
+in sentences.
 
-* ``_fit``: a line ``t(b) = a + c·b`` through an arm's step times, robust to the
-  machine's noise, with where the measurements leave it;
-* ``_model``: each arm's lines (steady and fed loop), one-off costs and memory;
 * ``_answers``: crossovers, compile break-even, run-length picks, feeding share,
   emulated precisions, the largest batch that fits;
 * ``_explanation``: :class:`Explanation`, the sentences, most important first;
@@ -16,8 +14,6 @@ Nothing here measures or imports JAX: the study's own measurements are the evide
 
 from autoplace.explaining._answers import finish_s, per_sample
 from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
-from autoplace.explaining._fit import Line, Point, fit_line, fit_memory
-from autoplace.explaining._model import TIMED_CHUNKS, ArmModel, arm_models, one_off
 from autoplace.explaining._plots import (
     FAR,
     PALETTE,
@@ -44,14 +40,9 @@ __all__ = [
     "FAR",
     "MEMORY_MARGIN",
     "PALETTE",
-    "TIMED_CHUNKS",
-    "ArmModel",
     "Explanation",
-    "Line",
-    "Point",
     "Style",
     "arm_key",
-    "arm_models",
     "arm_styles",
     "clusters",
     "configuration_label",
@@ -59,15 +50,12 @@ __all__ = [
     "explain_figures",
     "explain_standing",
     "finish_s",
-    "fit_line",
-    "fit_memory",
     "hline",
     "layout",
     "linear_ticks",
     "log2_axis",
     "note",
     "octaves",
-    "one_off",
     "per_sample",
     "precision_color",
     "short_label",

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from autoplace.config import Config
-from autoplace.explaining._model import TIMED_CHUNKS, ArmModel, one_off
+from autoplace.costs import TIMED_CHUNKS, ArmModel, one_off
 from autoplace.limits import DeviceLimits, MachineLimits
 from autoplace.measurement import Measurement
 

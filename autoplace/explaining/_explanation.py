@@ -2,7 +2,7 @@
 
 Built from a study's :class:`~autoplace.tuning.Standing` alone: no extra measurement.
 Each sentence rests on one answer of ``_answers`` over the arms' cost models
-(``_model``); the sentences come most important first, so ``autoplace tune`` can end
+(:mod:`autoplace.costs`); the sentences come most important first, so ``autoplace tune`` can end
 with the first few and ``autoplace explain`` print them all.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from autoplace import units
 from autoplace.config import Config
+from autoplace.costs import DEPARTURE, Arm, ArmModel, arm_models, device_starts
 from autoplace.explaining._answers import (
     NO_GAIN,
     RUN_LENGTHS,
@@ -31,8 +32,6 @@ from autoplace.explaining._answers import (
     memory_limit_batch,
     run_length_picks,
 )
-from autoplace.explaining._fit import DEPARTURE
-from autoplace.explaining._model import Arm, ArmModel, arm_models, device_starts
 from autoplace.limits import MachineLimits, Roofline, roofline
 from autoplace.measurement import Measurement
 

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from autoplace import units
-from autoplace.explaining import TIMED_CHUNKS
+from autoplace.costs import TIMED_CHUNKS
 from autoplace.measurement import Measurement
 
 if TYPE_CHECKING:

@@ -33,9 +33,9 @@ from typing import Any
 
 from autoplace import units
 from autoplace._atomic import check_writable, write_atomic
+from autoplace.costs import TIMED_CHUNKS, one_off
 from autoplace.explaining import (
     FAR,
-    TIMED_CHUNKS,
     Explanation,
     arm_key,
     arm_styles,
@@ -49,7 +49,6 @@ from autoplace.explaining import (
     log2_axis,
     note,
     octaves,
-    one_off,
     per_sample,
     precision_color,
     short_label,

@@ -8,17 +8,14 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from autoplace.config import PRECISION_BYTES, Config
+from autoplace.costs import CostLine, cost_line, could_reach
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
-from autoplace.tuning._reach import CostLine, cost_line, could_reach
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
-
-if TYPE_CHECKING:
-    from autoplace.tuning._climb import Climb
 
 #: (device, precision, width): the axes other than the batch size.
 Arm = tuple[str, str, int | None]
@@ -41,6 +38,21 @@ def group_of(configs: Iterable[Config]) -> Group:
     return tuple(itertools.islice(dict.fromkeys(configs), MAX_GROUP))
 
 
+class ClimbSettings(Protocol):
+    """What the view reads of the climb's settings (:class:`._climb.Climb` has them):
+    the batch arms are screened at, the noise within which a score ties the arm's best,
+    and the drop at every common batch that leaves an arm behind the leader."""
+
+    @property
+    def start_batch(self) -> int | None: ...
+
+    @property
+    def noise(self) -> float: ...
+
+    @property
+    def drop(self) -> float: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class View:
     """What is known, per arm, with batch sizes as indices into ``batches``. Read-only.
@@ -52,7 +64,7 @@ class View:
     measured or being measured.
     """
 
-    settings: Climb
+    settings: ClimbSettings
     objective: Objective
     batches: tuple[int, ...]
     start: int
@@ -65,7 +77,7 @@ class View:
     @classmethod
     def of(
         cls,
-        settings: Climb,
+        settings: ClimbSettings,
         space: Space,
         objective: Objective,
         scores: Scores,
@@ -126,7 +138,7 @@ class View:
 
     def line(self, arm: Arm) -> CostLine | None:
         """The arm's cost line, where one holds over its measured batches (see
-        :mod:`._reach`); none for an objective other than throughput (only its score is the
+        :mod:`autoplace.costs`); none for an objective other than throughput (only its score is the
         line's own quantity)."""
         if not self.objective.rate:
             return None

@@ -25,7 +25,7 @@ from typing import Any
 
 from autoplace import units
 from autoplace.config import Config
-from autoplace.explaining import TIMED_CHUNKS
+from autoplace.costs import TIMED_CHUNKS
 from autoplace.measurement import Measurement
 from autoplace.objectives import FEEDING_LOOP, FEEDINGS, Objective
 from autoplace.tuning._margin import MIN_WINDOWS

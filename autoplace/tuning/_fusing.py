@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace.config import Config
-from autoplace.explaining import arm_models
+from autoplace.costs import arm_models
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.tuning._drift import Effects

@@ -36,19 +36,12 @@ import math
 from collections.abc import Mapping
 
 from autoplace.config import Config
-from autoplace.explaining import arm_models
+from autoplace.costs import MIN_POINTS, PREDICTION_ERROR, arm_models
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
 from autoplace.tuning._margin import ALPHA, Comparison, Noise, t_quantile
 from autoplace.tuning._space import Space
-
-#: How far the line's prediction one batch step beyond the batches it holds over may be
-#: off (the explain benchmark's worst, 16%, in the README).
-PREDICTION_ERROR = 0.16
-#: Batches a line must hold over for its error one step beyond to be the measured one;
-#: a line through fewer (two) counts one step further.
-MIN_POINTS = 3
 
 
 @dataclasses.dataclass(frozen=True)

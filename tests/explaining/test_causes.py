@@ -13,7 +13,8 @@ from synthetic import GPU_FLOOR, GPU_INIT, PUT_FIXED, SyntheticBackend, syntheti
 
 import autoplace
 from autoplace import Config, MeasureRequest, MeasureSettings, units
-from autoplace.explaining import explain_figures, fit_memory, one_off
+from autoplace.costs import fit_memory, one_off
+from autoplace.explaining import explain_figures
 
 BATCHES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 

@@ -6,8 +6,9 @@ import pytest
 
 import autoplace
 from autoplace import Config, Measurement, Space
+from autoplace.costs import PREDICTION_ERROR
 from autoplace.tuning._margin import Noise
-from autoplace.tuning._predict import PREDICTION_ERROR, Prediction, compare_predicted, predicted
+from autoplace.tuning._predict import Prediction, compare_predicted, predicted
 
 THROUGHPUT = autoplace.make_objective("throughput")
 SPACE = Space(("cpu:0",), tuple(2**i for i in range(4, 12)), ("float32",), (None,))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from autoplace.tuning._reach import cost_line, could_reach
+from autoplace.costs import cost_line, could_reach
 
 
 def line(fixed: float, per_sample: float, batches) -> dict[int, float]:

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 
 from autoplace.config import Config
-from autoplace.explaining._fit import Line, MemoryLine, Point, fit_line, fit_memory
+from autoplace.costs._fit import Line, MemoryLine, Point, fit_line, fit_memory
 from autoplace.measurement import Measurement
 
 #: Chunks a loop needs to count as timed: fewer is a glance (one chunk, right after the

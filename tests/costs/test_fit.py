@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from autoplace.explaining import Point, fit_line, fit_memory
+from autoplace.costs import Point, fit_line, fit_memory
 
 
 def points(fixed, per_sample, batches, noise=None, cliff=None):
