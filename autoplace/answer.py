@@ -6,7 +6,7 @@ measuring again: the pick with its margin, and every ranked configuration with t
 figures those limits are checked against. :class:`Answer` is that value. It crosses
 three packages (the tuner builds it, a study keeps it, a look-up reads it), and is
 stored as JSON (:meth:`Answer.as_dict`), versioned by
-:data:`autoplace.fingerprint.ANSWER_SCHEMA`; :meth:`Answer.from_dict` reads one back and
+:data:`ANSWER_SCHEMA`; :meth:`Answer.from_dict` reads one back and
 raises :class:`ValueError` on anything that is not one.
 """
 
@@ -15,6 +15,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
+
+#: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
+#: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
+#: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
+ANSWER_SCHEMA = 2
 
 
 @dataclasses.dataclass(frozen=True)

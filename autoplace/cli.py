@@ -691,7 +691,8 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("list", cls=_help.Command)
 def cache_list(as_json: JsonOpt = False) -> None:
     """The cached answers: model, workload, pick, when, under which software."""
-    from autoplace.recommending import Cache, listed
+    from autoplace.host import Cache
+    from autoplace.recommending import listed
 
     cache = Cache()
     rows = listed(cache)
@@ -722,7 +723,7 @@ def cache_list(as_json: JsonOpt = False) -> None:
 @cache_app.command("clear", cls=_help.Command)
 def cache_clear() -> None:
     """Drop every cached answer (the studies they came from are kept)."""
-    from autoplace.recommending import Cache
+    from autoplace.host import Cache
 
     cache = Cache()
     typer.echo(f"removed {cache.clear()} cached file(s) from {cache.root}")

@@ -28,8 +28,8 @@ from typing import Any
 from results_file import write_results
 
 import autoplace
+from autoplace.host import Cache
 from autoplace.limits import LimitsRequest, machine_limits
-from autoplace.recommending import Cache
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,16 +11,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoplace import DeviceInfo, fingerprint
+from autoplace import DeviceInfo
 from autoplace._atomic import write_atomic
+from autoplace.host import fingerprint, hardware_key
 
 
 def write_results(
     benchmark: str, devices: list[DeviceInfo], out_dir: Path, body: dict[str, Any]
 ) -> Path:
     """Write ``body`` under the benchmark's header, atomically; return the file's path."""
-    hw, sw = fingerprint.hardware(devices), fingerprint.software()
-    key = fingerprint.hardware_key(hw, sw)
+    machine = fingerprint(devices)
+    hw, sw = machine["hardware"], machine["software"]
+    key = hardware_key(hw, sw)
     stamp = dt.datetime.now(dt.timezone.utc)
     doc = {
         "benchmark": benchmark,

@@ -26,7 +26,7 @@ import optuna
 import pytest
 
 import autoplace
-from autoplace._host import LOCK_DIR_ENV
+from autoplace.host import LOCK_DIR_ENV
 from autoplace.study import storage_at
 from autoplace.workload import ModelFile
 

@@ -1,6 +1,5 @@
 import os
 import time
-import warnings
 
 import pytest
 from study.storage_faults import fill, full_disk
@@ -79,18 +78,3 @@ def test_tune_on_a_full_disk_is_one_line_before_measuring(capsys, tmp_path):
             "--storage", f"sqlite:///{tmp_path / 's.db'}",
         )  # fmt: skip
     assert_one_line_error(code, out, err, "is full", "No space left on device", exit_code=1)
-
-
-def test_a_cache_on_a_full_disk_is_said_with_its_cause(tmp_path):
-    from autoplace.recommending import Cache
-    from autoplace.recommending._cache import CacheWarning
-
-    disk = tmp_path / "disk"
-    with full_disk(disk):
-        cache = Cache(disk / "cache")
-        fill(disk)
-        with warnings.catch_warnings(record=True) as said:
-            warnings.simplefilter("always")
-            assert not cache.write(cache.answer_path("slot"), {"answer": {"x": 1}})
-    (line,) = [str(w.message) for w in said if w.category is CacheWarning]
-    assert "is full" in line and "going on without caching" in line and "\n" not in line

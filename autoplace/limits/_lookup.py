@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from autoplace.errors import BadInputError, WorkerError, first_line
+from autoplace.host import Cache, machine_key, timing_lock
 from autoplace.limits._values import DeviceLimits, Figure, MachineLimits
 
 
@@ -51,12 +52,10 @@ def machine_limits(
     """This machine's limits (see :class:`DeviceLimits`): from the cache, under the
     hardware and software key ``recommend()`` uses; else measured by the probe in a fresh
     process (holding the machine's timing lock, as a tune does) and cached.
-    ``cache``: an :class:`autoplace.recommending.Cache` (default: the user's)."""
-    from autoplace.recommending import Cache, machine_key
-
+    ``cache``: an :class:`autoplace.host.Cache` (default: the user's)."""
     request = request or LimitsRequest()
     cache = cache if cache is not None else Cache()
-    key = machine_key(cache)
+    key = machine_key(cache, worker=_worker)
     assert key is not None  # devices listed when not cached
     path = cache.limits_path(_digest(key))
     held = None if request.refresh else _held(cache, path, key, say_damaged=True)
@@ -71,13 +70,19 @@ def cached_limits(cache: Any = None, backend: Any = None) -> MachineLimits | Non
     """This machine's limits if the cache holds them (never measured here, nor the devices
     listed: a tune or an explanation does not wait on a probe or a worker); ``backend``
     lists the devices, if given."""
-    from autoplace.recommending import Cache, machine_key
-
     cache = cache if cache is not None else Cache()
-    key = machine_key(cache, backend, list_devices=False)
+    key = machine_key(cache, backend)
     if key is None:
         return None
     return _held(cache, cache.limits_path(_digest(key)), key, say_damaged=False)
+
+
+def _worker() -> Any:
+    """A measurement worker to list this machine's devices in (imported only when the
+    cache does not hold them)."""
+    from autoplace.measuring import SubprocessBackend
+
+    return SubprocessBackend()
 
 
 def _held(cache: Any, path: Any, key: Mapping[str, Any], say_damaged: bool) -> MachineLimits | None:
@@ -102,8 +107,6 @@ def _digest(key: Mapping[str, Any]) -> str:
 def _measure(
     request: LimitsRequest, key: Mapping[str, Any], on_progress: Callable[[str], None] | None
 ) -> MachineLimits:
-    from autoplace.measuring import timing_lock
-
     say = on_progress or (lambda line: None)
     command = [sys.executable, "-m", "autoplace.limits._probe",
                "--seconds", str(request.seconds), "--windows", str(request.windows)]  # fmt: skip

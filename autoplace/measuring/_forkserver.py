@@ -41,7 +41,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from autoplace._host import process_alive
+from autoplace.host import process_alive
 
 #: How the server starts: a fresh interpreter calling :func:`serve` on its end of the socket.
 _SERVER_BOOT = (

@@ -53,9 +53,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from autoplace._host import process_alive
 from autoplace.devices import DeviceInfo
 from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
+from autoplace.host import process_alive
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Progress, with_figures
 from autoplace.measuring._forkserver import Forked, ForkServer, start_python

@@ -2,9 +2,11 @@
 
 A key has four parts:
 
-* **hardware**: the CPU model and each kind of device (platform, kind, count, memory),
-  never the host name, so identical machines share answers;
-* **software**: the jax and jaxlib versions and the answer's schema;
+* **hardware** (:func:`autoplace.host.hardware`): the CPU model and each kind of device
+  (platform, kind, count, memory), never the host name, so identical machines share
+  answers;
+* **software** (:func:`autoplace.host.software`): the jax and jaxlib versions and the
+  answer's schema;
 * **workload**: the model file (path and content hash), the workload's name and the
   widths asked for;
 * **objective**: its name and run length.
@@ -20,49 +22,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace.devices import DeviceInfo
-from autoplace.fingerprint import ANSWER_SCHEMA, cpu_model
-from autoplace.recommending._cache import Cache
-from autoplace.recommending._machine import cached_devices, installed, machine_devices
-
-
-def hardware(devices: Sequence[DeviceInfo]) -> dict[str, Any]:
-    """The hardware part: CPU model and device kinds, counts and memory (no host name)."""
-    counts = Counter((d.platform, d.kind, d.memory_bytes) for d in devices)
-    return {
-        "cpu": cpu_model(),
-        "devices": [
-            {"platform": p, "kind": k, "count": n, "memory": m}
-            for (p, k, m), n in sorted(counts.items(), key=lambda item: str(item[0]))
-        ],
-    }
-
-
-def software() -> dict[str, Any]:
-    """The software part: jax, jaxlib and the answer schema."""
-    found = installed()
-    return {"jax": found.get("jax"), "jaxlib": found.get("jaxlib"), "answer_schema": ANSWER_SCHEMA}
-
-
-def machine_key(
-    cache: Cache, backend: Any = None, *, list_devices: bool = True
-) -> dict[str, Any] | None:
-    """The hardware and software parts of this machine's key (its devices as
-    :func:`._machine.machine_devices` lists them): what machine-wide figures, such as its
-    measured limits, hold for. ``list_devices=False``: ``None`` rather than start a worker
-    to list devices that neither ``backend`` nor the cache holds."""
-    devices = (
-        machine_devices(cache, backend)
-        if list_devices or backend is not None
-        else cached_devices(cache)
-    )
-    if devices is None:
-        return None
-    return {"hardware": hardware(devices), "software": software()}
+from autoplace.host import hardware, software
 
 
 def key_for(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from autoplace.answer import Answer
-from autoplace.recommending._cache import ENTRY_SCHEMA, Cache
+from autoplace.host import ENTRY_SCHEMA, Cache
 
 
 def listed(cache: Cache) -> list[dict[str, Any]]:

@@ -3,8 +3,8 @@
 Look-up order: this machine's cache, then the study storage (a team's shared study: an
 identical machine's answer, found without measuring), then ``on_miss``. A cached
 look-up imports neither JAX nor Optuna: the devices come from the cache too (see
-:mod:`._machine`). Only one process per key and machine tunes; the others wait for its
-answer (bounded) or take the fallback.
+:func:`autoplace.host.machine_devices`). Only one process per key and machine tunes; the
+others wait for its answer (bounded) or take the fallback.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoplace import fingerprint
 from autoplace._calls import build
-from autoplace._host import lock_dir
 from autoplace.answer import Answer
 from autoplace.config import Config, parse_precision
 from autoplace.errors import BadInputError, NoAnswerError
-from autoplace.recommending._cache import Cache
+from autoplace.host import Cache, fingerprint, lock_dir, machine_devices
 from autoplace.recommending._key import Key, key_for
-from autoplace.recommending._machine import machine_devices
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
 from autoplace.recommending._request import RecommendRequest
@@ -82,7 +79,8 @@ def recommend(
         refuse_foreign_tables(url)
         refuse_unreachable(url)
     cache = Cache(r.cache_dir)
-    devices = machine_devices(cache, backend)
+    devices = machine_devices(cache, backend, worker=_worker)
+    assert devices is not None  # listed by a worker when not cached
     model = {"path": str(mf.path), "sha256": mf.sha256}
     key = key_for(devices, model, r.workload, r.widths, {"name": r.objective, **r.run})
     lookup = _Lookup(key, cache, devices, limits=r.limits, max_age=r.max_age_s, fallback=r.fallback)
@@ -127,6 +125,14 @@ def _check_widths(mf: ModelFile, workload: str | None, widths: Sequence[int], ba
         _, info = resolve_workload(backend, mf.path, workload)
     for width in widths:
         check_width(width, info.widths)
+
+
+def _worker() -> Any:
+    """A measurement worker to list this machine's devices in (imported only when the
+    cache does not hold them)."""
+    from autoplace.measuring import SubprocessBackend
+
+    return SubprocessBackend()
 
 
 class _Lookup:
@@ -175,10 +181,11 @@ class _Lookup:
         widths searched): of those that measured the widths asked, the one that searched
         exactly those, else the newest."""
         from autoplace.study import answers_ending, find_answer
+        from autoplace.tuning import study_suffix
 
         wl = self.key.workload
-        hw = fingerprint.hardware(list(self.devices))
-        suffix = fingerprint.study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
+        hw = fingerprint(self.devices)["hardware"]
+        suffix = study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
         if study is not None:
             found = [find_answer(url, name=study, suffix=suffix, on_wait=on_wait)]
         else:

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autoplace.devices import DeviceInfo
-from autoplace.recommending._cache import Cache
+from autoplace.host import Cache, remember_devices
 from autoplace.recommending._key import key_for
-from autoplace.recommending._machine import probe, probe_key
 
 if TYPE_CHECKING:
     from autoplace.tuning import TuneResult
@@ -42,7 +41,7 @@ def remember(
     if answer is None:
         return []
     cache = Cache(cache_dir)
-    cache.write(cache.machine_path(probe_key(probe())), {"devices": [d.__dict__ for d in devices]})
+    remember_devices(cache, devices)
     wl = answer.workload
     model = {"path": wl.path, "sha256": wl.sha256}
     objective = {"name": answer.objective.name, **answer.objective.run}

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from autoplace._host import process_alive
+from autoplace.host import process_alive
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from autoplace._atomic import write_atomic
-from autoplace._host import lock_dir
 from autoplace.errors import StorageError
+from autoplace.host import lock_dir
 from autoplace.study._url import file_path
 
 #: The version of the spill file's layout; a file of another is left alone, with a line.

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from autoplace._atomic import probe_room
-from autoplace._host import lock_dir
 from autoplace._paths import shown as shown_path
 from autoplace.errors import BadInputError, StorageError
+from autoplace.host import lock_dir
 from autoplace.study._faults import (
     Unreachable,
     cause,

@@ -28,6 +28,7 @@ from autoplace.tuning._explain import StudyView, explain, read_study
 from autoplace.tuning._fill import fill_fit
 from autoplace.tuning._fit_points import FitPoints
 from autoplace.tuning._grid import Grid
+from autoplace.tuning._identity import study_suffix
 from autoplace.tuning._judge import Judged, Tuned, Verdict, judge
 from autoplace.tuning._margin import (
     EQUIVALENT,
@@ -115,6 +116,7 @@ __all__ = [
     "read_study",
     "standing",
     "strategy_named",
+    "study_suffix",
     "throughput",
     "time_to_finish",
     "tune",

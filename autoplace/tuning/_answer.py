@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoplace.answer import Answer, AnswerObjective, AnswerWorkload, Candidate, Compared
-from autoplace.fingerprint import ANSWER_SCHEMA
+from autoplace.answer import (
+    ANSWER_SCHEMA,
+    Answer,
+    AnswerObjective,
+    AnswerWorkload,
+    Candidate,
+    Compared,
+)
 from autoplace.tuning._judge import Tuned, Verdict
 from autoplace.tuning._margin import Scored
 from autoplace.tuning._standing import Standing

@@ -3,12 +3,12 @@ file and the answer), its default name, and the requests its measurements are ma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoplace import fingerprint
 from autoplace.config import Config
 from autoplace.devices import DeviceInfo
+from autoplace.host import fingerprint, hardware_key
 from autoplace.objectives import Objective
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.tuning._group import Requester
@@ -35,20 +35,42 @@ def identity(
             "widths": [w for w in space.widths if w is not None],
             "default_width": info.default_width,
         },
-        "hardware": fingerprint.hardware(list(devices)),
-        "software": fingerprint.software(),
+        **fingerprint(devices),
         "objective": {"name": obj.name, **obj.run},
     }
 
 
 def study_name(identity: dict[str, Any]) -> str:
     """The default study name: the workload's, the widths searched unless the default
-    alone (:func:`fingerprint.widths_label`), then :func:`fingerprint.study_suffix`."""
+    alone (:func:`widths_label`), then :func:`study_suffix`."""
     wl = identity["workload"]
     hw, sw = identity["hardware"], identity["software"]
-    widths = fingerprint.widths_label(wl["widths"], wl["default_width"])
-    suffix = fingerprint.study_suffix(identity["objective"], wl["sha256"], hw, sw)
+    widths = widths_label(wl["widths"], wl["default_width"])
+    suffix = study_suffix(identity["objective"], wl["sha256"], hw, sw)
     return wl["name"] + widths + suffix
+
+
+def study_suffix(
+    objective: Mapping[str, Any], sha256: str, hw: dict[str, Any], sw: dict[str, Any]
+) -> str:
+    """The default study name after the workload's name: the objective (with its run
+    length for time-to-finish: a study's scores hold for one), the model file's hash and
+    the hardware key, e.g. ``-time-to-finish-samples180000-epochs3-c4972a4a-89bd41dbd0``.
+    Identical machines share a study; different ones never mix theirs."""
+    run = [f"{k}{v}" for k, v in objective.items() if k != "name" and v is not None]
+    label = "-".join([str(objective["name"]), *run])
+    return f"-{label}-{sha256[:8]}-{hardware_key(hw, sw)}"
+
+
+def widths_label(widths: Sequence[int] | None, default_width: int | None) -> str:
+    """The default study name's mark of the widths searched, after the workload's name:
+    none for the file's default width alone (so that such studies keep their names),
+    else ``-w8-16-32``. A study's pick holds for the widths it searched, so two searches of
+    other widths are two studies, never one whose answer the last tune overwrote."""
+    chosen = sorted(set(widths or ()))
+    if not chosen or chosen == [default_width]:
+        return ""
+    return "-w" + "-".join(map(str, chosen))
 
 
 def requester(

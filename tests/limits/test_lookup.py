@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from autoplace.host import Cache
 from autoplace.limits import LimitsRequest, cached_limits, machine_limits
-from autoplace.recommending import Cache
 
 QUICK = LimitsRequest(seconds=0.05, windows=2)
 

@@ -20,7 +20,8 @@ from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace import NoAnswerError
-from autoplace.recommending import CacheWarning, remember
+from autoplace.host import CacheWarning
+from autoplace.recommending import remember
 
 SPACE = {"batch_sizes": (8, 64, 512), "precisions": ("float32", "bfloat16"), "confirm": 2}
 
@@ -133,11 +134,11 @@ def test_a_changed_model_file_is_a_miss_that_says_so(env):
 def test_another_machine_with_the_same_hardware_answers_through_the_study(
     env, tmp_path, monkeypatch
 ):
-    import autoplace.fingerprint
+    import autoplace.host._identity as identity  # where a study's fingerprint reads the host name
 
     url = f"sqlite:///{tmp_path / 'team.db'}"
     with monkeypatch.context() as m:
-        m.setattr(autoplace.fingerprint.socket, "gethostname", lambda: "another-host")
+        m.setattr(identity.socket, "gethostname", lambda: "another-host")
         result = autoplace.tune(env.model, storage=url, out=None, backend=SyntheticBackend(),
                                 **SPACE)  # fmt: skip
     assert result.answer.measured_on == "another-host"
@@ -301,8 +302,8 @@ def test_two_processes_at_once_one_tunes_the_other_waits_for_its_answer(env, tmp
 
 @pytest.mark.slow
 def test_a_cached_look_up_imports_neither_jax_nor_optuna_nor_numpy(env):
-    from autoplace.recommending import Cache
-    from autoplace.recommending._machine import probe, probe_key
+    from autoplace.host import Cache
+    from autoplace.host._machine import probe, probe_key
 
     env()
     # this machine's devices as the synthetic backend reports them, cached under this
@@ -327,8 +328,8 @@ def test_a_cached_look_up_imports_neither_jax_nor_optuna_nor_numpy(env):
 def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, capsys):
     from test_cli import run_cli
 
-    from autoplace.recommending import Cache
-    from autoplace.recommending._machine import probe, probe_key
+    from autoplace.host import Cache
+    from autoplace.host._machine import probe, probe_key
 
     tuned = env()
     cache = Cache(env.cache)
@@ -371,8 +372,8 @@ def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
     # answers for the default (64), --widths 128 for 128, both from that tune's study.
     from test_cli import run_cli
 
-    from autoplace.recommending import Cache
-    from autoplace.recommending._machine import probe, probe_key
+    from autoplace.host import Cache
+    from autoplace.host._machine import probe, probe_key
 
     url = f"sqlite:///{env.cache.parent / 'team.db'}"
     backend = SyntheticBackend(slowdown=_wider_is_faster)

@@ -17,13 +17,13 @@ import hashlib
 import json
 import os
 import platform
-import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from autoplace.devices import DeviceInfo
-from autoplace.fingerprint import cpu_model
-from autoplace.recommending._cache import Cache
+from autoplace.host._cache import Cache
+from autoplace.host._identity import cpu_model, hardware, installed, software
 
 #: Environment variables that change which devices JAX sees.
 _DEVICE_ENV = (
@@ -36,27 +36,6 @@ _DEVICE_ENV = (
     "TPU_VISIBLE_CHIPS",
     "XLA_FLAGS",
 )
-#: Installed distributions that change which devices JAX sees, and the versions in the
-#: software key: found by their ``.dist-info`` folders (importlib.metadata costs ~60 ms).
-_JAX_DISTS = ("jax", "jaxlib", "jax_cuda", "jax_rocm", "libtpu")
-
-
-def installed() -> dict[str, str]:
-    """The JAX distributions on ``sys.path`` and their versions, from folder names."""
-    found: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".dist-info"):
-                continue
-            dist, _, version = name[: -len(".dist-info")].partition("-")
-            dist = dist.lower().replace("-", "_")
-            if dist.startswith(_JAX_DISTS) and dist not in found:
-                found[dist] = version
-    return found
 
 
 def probe() -> dict[str, Any]:
@@ -100,18 +79,38 @@ def cached_devices(cache: Cache) -> list[DeviceInfo] | None:
     return None
 
 
-def machine_devices(cache: Cache, backend: Any = None) -> list[DeviceInfo]:
+def machine_devices(
+    cache: Cache, backend: Any = None, *, worker: Callable[[], Any] | None = None
+) -> list[DeviceInfo] | None:
     """This machine's devices: from ``backend`` when given; else as cached for this probe;
-    else listed by a measurement worker (importing JAX there, once) and cached."""
+    else listed by a measurement worker that ``worker()`` starts (a backend to use as a
+    context manager: JAX is imported there, once) and cached; ``None`` without ``worker``
+    (never lists them)."""
     if backend is not None:
         return list(backend.devices())
     found = cached_devices(cache)
-    if found is not None:
+    if found is not None or worker is None:
         return found
-    path = cache.machine_path(probe_key(probe()))
-    from autoplace.measuring import SubprocessBackend
-
-    with SubprocessBackend() as worker:
-        devices = worker.devices()
-    cache.write(path, {"devices": [d.__dict__ for d in devices]})
+    facts = probe()  # before the worker starts, as the devices it lists are for these
+    with worker() as started:
+        devices = started.devices()
+    cache.write(cache.machine_path(probe_key(facts)), {"devices": [d.__dict__ for d in devices]})
     return devices
+
+
+def remember_devices(cache: Cache, devices: Sequence[DeviceInfo]) -> None:
+    """Cache ``devices`` as this machine's, for this probe (a look-up then lists none)."""
+    cache.write(cache.machine_path(probe_key(probe())), {"devices": [d.__dict__ for d in devices]})
+
+
+def machine_key(
+    cache: Cache, backend: Any = None, *, worker: Callable[[], Any] | None = None
+) -> dict[str, Any] | None:
+    """The hardware and software parts of this machine's key (its devices as
+    :func:`machine_devices` finds them): what machine-wide figures, such as its measured
+    limits, hold for; ``None`` when neither ``backend``, the cache nor a ``worker`` lists
+    the devices."""
+    devices = machine_devices(cache, backend, worker=worker)
+    if devices is None:
+        return None
+    return {"hardware": hardware(devices), "software": software()}

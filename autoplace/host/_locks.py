@@ -1,5 +1,4 @@
-"""What the autoplace processes of one host share: the folder of their locks, and whether
-a process that left something behind (a lock, a trial, a worker folder) still lives."""
+"""The folder of the locks every autoplace process on one host shares."""
 
 from __future__ import annotations
 
@@ -19,16 +18,3 @@ def lock_dir() -> Path:
     folder = Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "autoplace-locks")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (another user's counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
