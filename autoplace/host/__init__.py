@@ -7,7 +7,6 @@
 * ``_cache``: the :class:`Cache` of answers, devices and limits, under the user's cache
   directory;
 * ``_locks``: the folder of the host's locks (:func:`lock_dir`);
-* ``_timing_lock``: one timed loop per device at a time (:func:`timing_lock`);
 * ``_processes``: whether a process that left something behind still lives.
 
 Imports nothing above the root modules, and no JAX.
@@ -18,7 +17,6 @@ from autoplace.host._identity import fingerprint, hardware, hardware_key, softwa
 from autoplace.host._locks import LOCK_DIR_ENV, lock_dir
 from autoplace.host._machine import machine_devices, machine_key, remember_devices
 from autoplace.host._processes import process_alive
-from autoplace.host._timing_lock import timing_lock
 
 __all__ = [
     "ENTRY_SCHEMA",
@@ -34,5 +32,4 @@ __all__ = [
     "process_alive",
     "remember_devices",
     "software",
-    "timing_lock",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from autoplace.errors import BadInputError, WorkerError, first_line
-from autoplace.host import Cache, machine_key, timing_lock
+from autoplace.host import Cache, machine_key
 from autoplace.limits._values import DeviceLimits, Figure, MachineLimits
 
 
@@ -107,6 +107,8 @@ def _digest(key: Mapping[str, Any]) -> str:
 def _measure(
     request: LimitsRequest, key: Mapping[str, Any], on_progress: Callable[[str], None] | None
 ) -> MachineLimits:
+    from autoplace.measuring import timing_lock
+
     say = on_progress or (lambda line: None)
     command = [sys.executable, "-m", "autoplace.limits._probe",
                "--seconds", str(request.seconds), "--windows", str(request.windows)]  # fmt: skip

@@ -13,6 +13,7 @@ program and a device. :func:`measure` is the library call behind
 from typing import Any
 
 from autoplace.measuring._backend import Backend, InProcessBackend, Progress
+from autoplace.measuring._lock import timing_lock
 from autoplace.measuring._measure import check_device, measure, resolve_workload
 from autoplace.measuring._subprocess import SubprocessBackend
 from autoplace.measuring._timing import relative_spread, summarize, time_interleaved, time_steps
@@ -53,6 +54,7 @@ __all__ = [
     "summarize",
     "time_interleaved",
     "time_steps",
+    "timing_lock",
     "tree_bytes",
     "user_phase",
 ]

@@ -25,9 +25,8 @@ from collections.abc import Callable, Sequence
 
 from autoplace.config import Config
 from autoplace.errors import StorageError
-from autoplace.host import timing_lock
 from autoplace.measurement import Measurement
-from autoplace.measuring import Backend
+from autoplace.measuring import Backend, timing_lock
 from autoplace.study import History, StudyLog
 from autoplace.tuning._group import Requester, measure_group, record_group, score
 from autoplace.tuning._next import next_group

@@ -78,7 +78,7 @@ def tune(
     group before it is measured, ``on_trial`` of each result, ``on_progress`` (a line)
     what a measurement is doing now (setting up which configuration, which turn),
     ``on_wait`` (a line) when the tune waits: for the storage, for another process timing
-    on the same device (:func:`autoplace.host.timing_lock`) or for quiet.
+    on the same device (:func:`autoplace.measuring.timing_lock`) or for quiet.
     ``backend`` measures (default: a worker process of its own). A KeyboardInterrupt,
     wherever it lands, ends the search early: the result has ``interrupted=True``,
     everything measured is in the study, and the pick so far goes next to ``out`` (see

@@ -12,7 +12,7 @@ from synthetic import SyntheticBackend
 
 import autoplace
 from autoplace.config import Config
-from autoplace.host import timing_lock
+from autoplace.measuring import timing_lock
 from autoplace.report import tune_report
 from autoplace.study import OptunaStudyLog, open_storage
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from autoplace.host import timing_lock
-from autoplace.host._timing_lock import lock_key
+from autoplace.measuring import timing_lock
+from autoplace.measuring._lock import lock_key
 
 
 def test_cpu_devices_share_one_lock_other_devices_have_their_own():
@@ -24,7 +24,7 @@ def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     waiter = textwrap.dedent(
         """
         import sys, time
-        from autoplace.host import timing_lock
+        from autoplace.measuring import timing_lock
         say = lambda line: print("waiting:", line, flush=True)
         with timing_lock(["cpu:1"], say):
             print("took it at", time.monotonic(), flush=True)

@@ -3,7 +3,7 @@
 Two tunes timing loops on one machine at the same moment corrupt each other's timings
 (two processes on two cores, or on one GPU). So every measurement takes the lock of each
 device it runs on, a file in the folder every autoplace process on the host shares
-(:func:`._locks.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
+(:func:`autoplace.host.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
 the well-kept library for it (the OS releases the lock of a killed process). The CPU
 devices of one host are one lock: JAX's virtual CPU devices share the same cores. A
 process that has to wait is told who holds the lock, and says so.
@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from autoplace.host._locks import lock_dir
+from autoplace.host import lock_dir
 
 
 def lock_key(device: str) -> str:
