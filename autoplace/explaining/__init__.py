@@ -1,9 +1,12 @@
 """Why the winner wins: the answers each arm's cost model (:mod:`autoplace.costs`) gives,
 in sentences.
 
-* ``_answers``: crossovers, compile break-even, run-length picks, feeding share,
-  emulated precisions, the largest batch that fits;
-* ``_explanation``: :class:`Explanation`, the sentences, most important first;
+* the answers, a family each: ``_crossing`` (where two arms' lines cross), ``_run_length``
+  (compile break-even, run-length picks), ``_fixed_cost`` (put, dispatch or neither),
+  ``_feeding`` (the feeding share and its remedies), ``_emulated`` (precisions with no
+  faster kernels), ``_memory`` (the largest batch that fits);
+* ``_explanation``: :class:`Explanation`, the answers found; ``_sentences``: them in
+  words, most important first;
 * ``_standing``: :func:`explain_standing`, a tuning standing's explanation with its
   verdict first (``autoplace.explain``, in ``report``, reads it from a study);
 * ``_plots``: the throughput figure and the helpers every figure of the report uses
@@ -12,7 +15,6 @@ in sentences.
 Nothing here measures or imports JAX: the study's own measurements are the evidence.
 """
 
-from autoplace.explaining._answers import finish_s, per_sample
 from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
 from autoplace.explaining._plots import (
     FAR,
@@ -34,6 +36,7 @@ from autoplace.explaining._plots import (
     throughput_figure,
     vline,
 )
+from autoplace.explaining._run_length import finish_s, per_sample
 from autoplace.explaining._standing import explain_standing
 
 __all__ = [

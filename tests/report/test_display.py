@@ -11,7 +11,7 @@ from synthetic import SyntheticBackend
 import autoplace
 from autoplace import units
 from autoplace.report import tune_report
-from autoplace.report._display import TuneProgress
+from autoplace.report._progress import TuneProgress
 
 
 def _tune(tmp_path, **kwargs):

@@ -208,10 +208,10 @@ def test_the_figure_optuna_dashboard_shows_reads_well(tuned):
 
 def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_it():
     from autoplace.explaining import explain_figures
-    from autoplace.report._html import _roofline
+    from autoplace.report._html import roofline_figure
 
     figures, explanation = _arms_with_limits()
-    fig = _roofline(explanation)
+    fig = roofline_figure(explanation)
     roofs = [t for t in fig.data if t.mode == "lines"]
     points = [t for t in fig.data if t.mode == "markers"]
     assert len(roofs) == 2 and len(points) == 2
@@ -220,7 +220,7 @@ def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_i
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert "overhead-bound" in points[0].name
     winner, other = (m for c, m in figures.items() if c.batch_size == 32)
-    assert _roofline(explain_figures(figures, winner, [other])) is None  # no limits, no plot
+    assert roofline_figure(explain_figures(figures, winner, [other])) is None  # no limits, no plot
 
 
 def _arms_with_limits():
@@ -252,15 +252,15 @@ def _arms_with_limits():
 def test_a_precision_has_one_colour_for_its_roof_its_points_and_in_every_figure():
     # The roofline drew bfloat16's roof in float32's colour and the other way round.
     from autoplace.explaining import throughput_figure
-    from autoplace.report._html import _memory, _roofline
+    from autoplace.report._html import memory_figure, roofline_figure
 
     figures, explanation = _arms_with_limits()
     colours: dict[str, set[str]] = {"float32": set(), "bfloat16": set()}
-    for trace in _roofline(explanation).data:
+    for trace in roofline_figure(explanation).data:
         precision = trace.name.split()[1]  # "cpu:0 float32 roof (...)", "cpu:0 float32 batch"
         colours[precision].add(trace.line.color if trace.mode == "lines" else trace.marker.color)
     for fig in (throughput_figure(explanation, list(figures.values())),
-                _memory(explanation, list(figures.values()), {})):  # fmt: skip
+                memory_figure(explanation, list(figures.values()), {})):  # fmt: skip
         for trace in fig.data:
             if trace.name.startswith("pick"):
                 continue
@@ -287,7 +287,7 @@ def test_the_figures_write_numbers_as_the_terminal_does():
     # Plotly's own "%{y:.4s}" wrote 122.0k where the terminal writes 122.03 k.
     from autoplace import units
     from autoplace.explaining import throughput_figure
-    from autoplace.report._html import _memory, _roofline
+    from autoplace.report._html import memory_figure, roofline_figure
 
     figures, explanation = _arms_with_limits()
     fig = throughput_figure(explanation, list(figures.values()))
@@ -296,9 +296,9 @@ def test_the_figures_write_numbers_as_the_terminal_does():
     [float32] = [t for t in fig.data if t.name == "cpu:0 float32" and t.mode == "markers"]
     for y, text in zip(float32.y, float32.hovertext, strict=True):
         assert f": {units.rate(y)} samples/s" in text
-    memory = _memory(explanation, list(figures.values()), {}).layout.yaxis
+    memory = memory_figure(explanation, list(figures.values()), {}).layout.yaxis
     assert list(memory.ticktext) == [units.size(v) for v in memory.tickvals]
-    roof = _roofline(explanation).layout.yaxis
+    roof = roofline_figure(explanation).layout.yaxis
     assert list(roof.ticktext) == [units.rate(v) for v in roof.tickvals]
 
 
@@ -315,12 +315,12 @@ def _finalist(fed, step, chunks, put):
 def test_the_per_step_bar_splits_the_fed_step_into_compute_and_feeding():
     # "one put of 6.1 MiB alone takes 14.4 ms of the 12.4 ms fed step" drew a bar of 100%
     # put and no compute: the put timed alone overlaps the step in the loop.
-    from autoplace.report._html import _costs, _costs_notes
+    from autoplace.report._html import costs_figure, costs_notes
 
     timed = _finalist(fed=12.4e-3, step=4e-3, chunks=5, put=14.4e-3)
     rough = _finalist(fed=1.05e-3, step=0.6e-3, chunks=1, put=0.2e-3)  # a glance
     slower = _finalist(fed=1.05e-3, step=1.3e-3, chunks=1, put=0.2e-3)  # a glance > fed
-    fig = _costs([timed, rough, slower])
+    fig = costs_figure([timed, rough, slower])
     per_step = {t.name.split(":")[0]: t for t in fig.data if t.xaxis == "x2"}
     assert set(per_step) == {"compute", "feeding", "fed step, whole"}  # no share for a put
     compute, feeding, whole = (per_step[k].y for k in ("compute", "feeding", "fed step, whole"))
@@ -330,7 +330,7 @@ def test_the_per_step_bar_splits_the_fed_step_into_compute_and_feeding():
     )  # each bar is its fed step
     assert list(whole) == pytest.approx([0.0, 0.0, 1.05e-3])  # no impossible share
     assert list(per_step["compute"].marker.pattern.shape) == ["", "/", ""]  # rough: hatched
-    notes = " ".join(_costs_notes([timed, rough, slower]))
+    notes = " ".join(costs_notes([timed, rough, slower]))
     assert "one put of 6.1 MiB timed alone takes 14.4 ms, longer than the whole 12.4 ms" in notes
     assert "timed once (600 µs;" in notes and "rough (hatched)" in notes
     assert "timed once (1.3 ms, right after the first call), longer than the whole 1.05 ms" in notes

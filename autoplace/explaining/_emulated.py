@@ -1,0 +1,121 @@
+"""Lower precisions with no faster kernels on a device (:func:`emulated`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from autoplace.config import Config
+from autoplace.costs import TIMED_CHUNKS, ArmModel
+from autoplace.explaining._run_length import per_sample
+from autoplace.limits import MachineLimits
+from autoplace.measurement import Measurement
+
+#: A lower precision is emulated where its measured peak is under ``1 + EMULATED`` times
+#: float32's (no faster kernels for it); without the peaks, where its time per sample
+#: exceeds float32's by more than this.
+EMULATED = 0.10
+
+
+@dataclasses.dataclass(frozen=True)
+class Emulated:
+    """A lower precision with no faster kernels on a device, or one slower than float32
+    where that cannot be told.
+
+    Attributes:
+        basis: what it rests on: ``peak`` (the device's measured peak in this precision
+            is ``peak_ratio`` times float32's, under ``1 + EMULATED``: ``autoplace
+            limits``); ``step`` (no peaks: its time per sample with the batch on the
+            device is ``ratio`` times float32's, best against best); ``fed`` (neither: its
+            fed time per sample is ``ratio`` times float32's, which includes the feeding,
+            so whether it is emulated is not told).
+        width: ``None`` for ``peak``: the device's, whatever the width.
+        ratio: time per sample against float32's (``None``: not measured beside it);
+            ``ratio_basis`` says which loop (``step`` or ``fed``).
+        peaks: its measured peak and float32's, FLOP/s (``peak`` only).
+    """
+
+    device: str
+    precision: str
+    width: int | None
+    ratio: float | None
+    compute_dtypes: tuple[str, ...]
+    deviation: float | None
+    basis: Literal["peak", "step", "fed"] = "fed"
+    ratio_basis: Literal["step", "fed"] | None = None
+    peaks: tuple[float, float] | None = None
+
+    @property
+    def peak_ratio(self) -> float | None:
+        return None if self.peaks is None else self.peaks[0] / self.peaks[1]
+
+    def as_dict(self) -> dict[str, object]:
+        return {**dataclasses.asdict(self), "peak_ratio": self.peak_ratio}
+
+
+def emulated(
+    figures: Mapping[Config, Measurement],
+    models: Iterable[ArmModel],
+    limits: MachineLimits | None = None,
+) -> list[Emulated]:
+    """The lower precisions with no faster kernels: judged from each device's measured
+    peak per precision (``limits``) where it was measured; else from the best time per
+    sample with the batch on the device against float32's (same device and width), where
+    both were timed; else the fed step's is said, without a judgement (see
+    :class:`Emulated`)."""
+    best = {loop: _best_per_sample(figures, loop) for loop in ("step", "fed")}
+    out: list[Emulated] = []
+    judged: set[tuple[str, str]] = set()
+    for model in models:
+        device, precision, width = model.arm
+        if precision == "float32":
+            continue
+        ratio = ratio_basis = None
+        for loop in ("step", "fed"):
+            f32, mine = best[loop].get((device, "float32", width)), best[loop].get(model.arm)
+            if f32 is not None and mine is not None:
+                ratio, ratio_basis = mine / f32, loop
+                break
+        peaks = _peaks(limits, device, precision)
+        found = functools.partial(
+            Emulated, device, precision, ratio=ratio, compute_dtypes=model.compute_dtypes,
+            deviation=model.deviation, ratio_basis=ratio_basis,
+        )  # fmt: skip
+        if peaks is not None:
+            if peaks[0] < (1.0 + EMULATED) * peaks[1] and (device, precision) not in judged:
+                judged.add((device, precision))
+                out.append(found(width=None, basis="peak", peaks=peaks))
+        elif ratio is not None and ratio - 1.0 > EMULATED:
+            out.append(found(width=width, basis=ratio_basis))
+    return out
+
+
+def _peaks(limits: MachineLimits | None, device: str, precision: str) -> tuple[float, float] | None:
+    """``device``'s measured peak in ``precision`` and in float32, where both were."""
+    limit = limits.of(device) if limits is not None else None
+    if limit is None or precision not in limit.peak_flops or "float32" not in limit.peak_flops:
+        return None
+    return limit.peak_flops[precision].median, limit.peak_flops["float32"].median
+
+
+def _best_per_sample(
+    figures: Mapping[Config, Measurement], loop: str
+) -> dict[tuple[str, str, int | None], float]:
+    """Each arm's best time per sample in ``loop``: ``step`` (the batch on the device,
+    timed: ``TIMED_CHUNKS`` chunks at least) or ``fed``."""
+    best: dict[tuple[str, str, int | None], float] = {}
+    for c, m in figures.items():
+        if m.status != "ok":
+            continue
+        if loop == "step":
+            timed = m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS
+            p = m.step_s / m.batch_size if timed else None  # type: ignore[operator]
+        else:
+            p = per_sample(m)
+        if p is not None:
+            arm = (c.device, c.precision, c.width)
+            best[arm] = min(best.get(arm, math.inf), p)
+    return best

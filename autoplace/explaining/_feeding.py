@@ -1,0 +1,89 @@
+"""How much of the fed step is moving the batch to the device, and what keeping two batches
+in flight, or the data on the device, gains where they were timed (:func:`feeding`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from autoplace.costs import TIMED_CHUNKS
+from autoplace.measurement import Measurement
+
+#: A remedy that gains less than this (1.05: 5%) gains nothing to speak of.
+NO_GAIN = 1.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Feeding:
+    """What feeding a fresh host batch each step costs ``m``, and what the remedies gain.
+
+    Attributes:
+        fed_step_s: the step with a host batch put each step (what a plain loop does).
+        step_s: the step with the batch on the device, where it was timed
+            (``TIMED_CHUNKS`` chunks at least; a glance is too rough to subtract).
+        prefetch_step_s: the step with a thread keeping two puts in flight, where timed.
+        transfer_s: one batch's put, timed alone.
+        batch_bytes: one batch's bytes.
+        basis: what ``share`` rests on: ``loops`` (the fed step less the step with the
+            batch on the device: the put and the input's handling) or ``put`` (the put
+            timed alone, which bounds the share from above only: timed alone, it cannot
+            overlap a step as it does in the loop); ``None``: neither was measured.
+        share: the feeding's share of the fed step (``None``: not known).
+    """
+
+    fed_step_s: float
+    step_s: float | None
+    prefetch_step_s: float | None
+    transfer_s: float | None
+    batch_bytes: float
+    basis: Literal["loops", "put"] | None
+    share: float | None
+
+    @property
+    def prefetch_gain(self) -> float | None:
+        """How many times as fast a step runs with two batches in flight."""
+        return self.fed_step_s / self.prefetch_step_s if self.prefetch_step_s else None
+
+    @property
+    def resident_gain(self) -> float | None:
+        """How many times as fast a step runs with its batch on the device."""
+        return self.fed_step_s / self.step_s if self.step_s else None
+
+    @property
+    def notable(self) -> bool:
+        """Worth a sentence near the top: a fifth of the step or more is feeding, or a
+        remedy measured gains a quarter or more."""
+        gains = [g for g in (self.prefetch_gain, self.resident_gain) if g is not None]
+        return (self.share or 0.0) >= 0.20 or any(g >= 1.25 for g in gains)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **dataclasses.asdict(self),
+            "prefetch_gain": self.prefetch_gain,
+            "resident_gain": self.resident_gain,
+        }
+
+
+def feeding(m: Measurement) -> Feeding | None:
+    """How much of ``m``'s fed step is feeding the batch (see :class:`Feeding`); ``None``
+    without a fed step, or with nothing to set against it."""
+    if not m.fed_step_s:
+        return None
+    step = m.step_s if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS else None
+    share: float | None = None
+    basis: Literal["loops", "put"] | None = None
+    if step is not None:
+        share, basis = max(0.0, m.fed_step_s - step) / m.fed_step_s, "loops"
+    elif m.transfer_s is not None:
+        share, basis = min(1.0, m.transfer_s / m.fed_step_s), "put"
+    elif not m.prefetch_step_s:
+        return None
+    return Feeding(
+        fed_step_s=m.fed_step_s,
+        step_s=step,
+        prefetch_step_s=m.prefetch_step_s or None,
+        transfer_s=m.transfer_s,
+        batch_bytes=float(m.batch_bytes or 0),
+        basis=basis,
+        share=share,
+    )

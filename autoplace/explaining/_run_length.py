@@ -1,0 +1,103 @@
+"""What a run's length decides: after how many samples a configuration with the slower
+one-off cost but the faster step overtakes another (:func:`break_even`), and what
+time-to-finish would pick for short, medium and long runs (:func:`run_length_picks`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from autoplace.config import Config
+from autoplace.costs import one_off
+from autoplace.measurement import Measurement
+
+#: Run lengths, in samples, that "short", "medium" and "long" runs stand for.
+RUN_LENGTHS = {"short": 1_000, "medium": 100_000, "long": 10_000_000}
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakEven:
+    """``slow_start`` (more one-off cost, cheaper per sample) overtakes ``fast_start``
+    after ``samples`` samples (``steps`` of ``slow_start``'s batch). ``one_off_s`` is each
+    one's whole start from a fresh process, its device's start-up (``device_start_s``,
+    once a process) included."""
+
+    slow_start: str
+    fast_start: str
+    samples: float
+    steps: float
+    one_off_s: tuple[float, float]
+    per_sample_s: tuple[float, float]
+    device_start_s: tuple[float, float] = (0.0, 0.0)
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def label(m: Measurement) -> str:
+    """The configuration ``m`` measured, as ``Config.label`` writes it."""
+    return Config(m.device, m.batch_size, m.precision, m.width).label()
+
+
+def per_sample(m: Measurement) -> float | None:
+    return m.fed_step_s / m.batch_size if m.fed_step_s else None
+
+
+def break_even(
+    x: Measurement, y: Measurement, starts: Mapping[str, float] | None = None
+) -> BreakEven | None:
+    """When the configuration with the larger start from a fresh process (its one-off
+    costs, and its device's start-up from ``starts`` once) but the faster fed step
+    catches up with the other; ``None`` when one is better at both (no break-even)."""
+    starts = starts or {}
+    ox, oy, px, py = one_off(x), one_off(y), per_sample(x), per_sample(y)
+    if ox is None or oy is None or px is None or py is None:
+        return None
+    sx, sy = starts.get(x.device, 0.0), starts.get(y.device, 0.0)
+    ox, oy = ox + sx, oy + sy
+    if (ox - oy) * (px - py) >= 0:
+        return None
+    if ox < oy:
+        x, y, ox, oy, px, py, sx, sy = y, x, oy, ox, py, px, sy, sx
+    samples = (ox - oy) / (py - px)
+    return BreakEven(
+        slow_start=label(x),
+        fast_start=label(y),
+        samples=samples,
+        steps=samples / x.batch_size,
+        one_off_s=(ox, oy),
+        per_sample_s=(px, py),
+        device_start_s=(sx, sy),
+    )
+
+
+def finish_s(m: Measurement, samples: int, start: float = 0.0) -> float | None:
+    """Seconds to run ``samples`` samples from a fresh process: its device's ``start``
+    (once a process), the one-off costs, then ``ceil(samples/b)`` fed steps (the first is
+    the first call)."""
+    o = one_off(m)
+    if o is None or not m.fed_step_s:
+        return None
+    return start + o + (math.ceil(samples / m.batch_size) - 1) * m.fed_step_s
+
+
+def run_length_picks(
+    figures: Mapping[Config, Measurement], starts: Mapping[str, float] | None = None
+) -> dict[str, dict[str, object]]:
+    """For each of :data:`RUN_LENGTHS`, the measured configuration that finishes first
+    (of those whose batch is no larger than the run), each from a fresh process that
+    starts its device once (``starts``: each device's start-up)."""
+    starts = starts or {}
+    out = {}
+    for name, samples in RUN_LENGTHS.items():
+        timed = [
+            (t, m)
+            for m in figures.values()
+            if m.batch_size <= samples
+            and (t := finish_s(m, samples, starts.get(m.device, 0.0))) is not None
+        ]
+        if timed:
+            t, m = min(timed, key=lambda x: x[0])
+            out[name] = {"samples": samples, "pick": label(m), "seconds": t}
+    return out

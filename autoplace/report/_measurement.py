@@ -1,0 +1,54 @@
+"""``autoplace measure``'s table: one configuration's phases, each with what it covers."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from autoplace import units
+from autoplace.measurement import Measurement
+
+
+def measurement_table(m: Measurement, console: Console | None = None) -> None:
+    console = console or Console()
+    colour = "green" if m.status == "ok" else "red"
+    title = f"{m.workload} on {m.device}"
+    if m.device_kind:
+        title += f" ({m.device_kind})"
+    title += f", batch {m.batch_size}, {m.precision}"
+    if m.width is not None:
+        title += f", width {m.width}"
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    table.add_column("note", style="dim")
+    table.add_row("status", f"[{colour}]{m.status}[/]", m.reason)
+    rows = [
+        ("build", units.seconds(m.build_s), "your workload function (state, step)"),
+        ("make_batch", units.seconds(m.batch_s), "your make_batch, one host batch"),
+        ("trace + lower", units.seconds(m.lower_s), "jaxpr -> StableHLO"),
+        ("XLA compile", units.seconds(m.compile_s), f"persistent cache {m.compile_cache}"),
+        ("first call", units.seconds(m.first_call_s), "one step, batch on device"),
+        (
+            "steady step",
+            units.seconds(m.step_s),
+            f"median of {m.step_samples} timed chunks, spread ±{units.percent(m.step_spread)}"
+            if m.step_s is not None
+            else "",
+        ),
+        ("transfer", units.seconds(m.transfer_s), f"one batch of {units.size(m.batch_bytes)}"),
+        ("fed step", units.seconds(m.fed_step_s), "step + putting a host batch on device"),
+        ("samples/s", units.rate(m.samples_per_s), f"fed: {units.rate(m.fed_samples_per_s)}"),
+        ("FLOPs/step", units.rate(m.flops), f"achieved {units.rate(m.flops_per_s, 'FLOP/s')}"),
+        ("memory", units.size(m.peak_bytes), m.peak_bytes_source or ""),
+        ("compute dtypes", ", ".join(m.compute_dtypes) or "-", "of dots and convolutions"),
+        (
+            "vs float32",
+            units.percent(m.deviation_vs_float32),
+            "relative deviation of the first step's output",
+        ),
+    ]
+    for row in rows:
+        if row[1] not in ("-", ""):
+            table.add_row(*row)
+    console.print(table)
