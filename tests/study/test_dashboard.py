@@ -59,7 +59,7 @@ def test_a_study_note_and_figure_where_optuna_dashboard_is_installed(tmp_path):
 def test_studies_written_before_keep_being_read(tmp_path):
     # Before 2026-11-24 the whole Measurement was the user attribute ``measurement``.
     from autoplace import Config, Measurement
-    from autoplace.study import History, OptunaStudyLog, open_storage
+    from autoplace.study import History, OptunaStudyLog, StudyIdentity, TrialSpace, open_storage
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     storage = open_storage(url)
@@ -81,11 +81,8 @@ def test_studies_written_before_keep_being_read(tmp_path):
         storage,
         url,
         name="old",
-        direction="maximize",
-        objective="throughput",
-        attrs={},
-        devices=["cpu:0"],
-        with_width=False,
+        identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+        space=TrialSpace(devices=["cpu:0"], with_width=False),
         stale_after_s=60.0,
     )
     history = log.history()
