@@ -445,5 +445,7 @@ def test_tune_on_a_damaged_sqlite_file_is_one_line(capsys, tmp_path):
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     tune(url, "damaged", SyntheticBackend(), tmp_path, trials=3)
     _damage(tmp_path / "studies.db")
-    code, out, err = run_cli(capsys, "tune", TINY, "--storage", url, "--out", str(tmp_path / "a.toml"))
+    code, out, err = run_cli(
+        capsys, "tune", TINY, "--storage", url, "--out", str(tmp_path / "a.toml")
+    )
     assert_one_line_error(code, out, err, "is damaged", "restore it from a copy", exit_code=2)
