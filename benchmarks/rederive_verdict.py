@@ -22,7 +22,7 @@ from pathlib import Path
 import tomllib
 
 import autoplace
-from autoplace.study import OptunaStudyLog, open_storage
+from autoplace.study import StudyReader, open_storage
 from autoplace.tuning import standing
 
 
@@ -35,11 +35,8 @@ def judged(toml: Path) -> tuple[autoplace.Config, set[autoplace.Config]]:
     space = autoplace.Space(tuple(sp["devices"]), tuple(sp["batch_sizes"]),
                             tuple(sp["precisions"]), widths)  # fmt: skip
     url = f"sqlite:///{toml.with_suffix('.db')}"
-    log = OptunaStudyLog(open_storage(url), url, name=doc["study"]["name"],
-                         direction=objective.direction, objective=objective.name, attrs={},
-                         devices=list(sp["devices"]), with_width=True, stale_after_s=0.0,
-                         read_only=True)  # fmt: skip
-    now = standing(log.history(), objective, space)
+    reader = StudyReader.open(open_storage(url), url, doc["study"]["name"])
+    now = standing(reader.history(), objective, space)
     equals = {s.config for s, _ in now.equivalent} | {c for c, _ in now.predicted_equivalent}
     return now.ranked[0].config, equals
 

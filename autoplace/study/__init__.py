@@ -2,7 +2,12 @@
 
 The tuning loop reads and writes a study only through a :class:`StudyLog`
 (``_log``; :class:`OptunaStudyLog` is the one over Optuna, and the one place
-autoplace calls Optuna while tuning).
+autoplace calls Optuna while tuning): a study's identity check (``_identity``:
+:class:`StudyIdentity`), its reader (``_reading``: :class:`StudyReader`, also opened on
+its own to read a study without writing) and its writer (``_writing``, with ``_claims``:
+the trials a worker holds in flight), over one ``_access`` to the storage; ``_trials``
+says how a measurement is kept as a trial (:class:`TrialSpace`: the parameters it takes)
+and ``_history`` what a study holds (:class:`History`).
 ``_storage`` turns a URL into one of Optuna's storages (SQLite, Journal file,
 PostgreSQL, MySQL, Redis), with timeouts so that no call hangs; Optuna's storages are
 the distributed engine, and autoplace never writes one of its own. Around them:
@@ -14,7 +19,10 @@ reads), ``_owner`` (who owns a trial in flight, and when that owner is known dea
 
 from autoplace.study._answers import answers_ending, find_answer, study_names
 from autoplace.study._foreign import refuse_foreign_tables
-from autoplace.study._log import History, OptunaStudyLog, StoredPhase, StudyLog, Ticket
+from autoplace.study._history import History
+from autoplace.study._identity import StudyIdentity
+from autoplace.study._log import OptunaStudyLog, StudyLog
+from autoplace.study._reading import StudyReader
 from autoplace.study._storage import (
     DEFAULT_DB,
     MAX_STUDY_NAME,
@@ -28,6 +36,7 @@ from autoplace.study._storage import (
     refuse_unreachable,
     storage_at,
 )
+from autoplace.study._trials import StoredPhase, Ticket, TrialSpace
 from autoplace.study._url import mask_url, normalize_url
 
 __all__ = [
@@ -36,8 +45,11 @@ __all__ = [
     "History",
     "OptunaStudyLog",
     "StoredPhase",
+    "StudyIdentity",
     "StudyLog",
+    "StudyReader",
     "Ticket",
+    "TrialSpace",
     "answers_ending",
     "ask_storage",
     "check_storage_url",

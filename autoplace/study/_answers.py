@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from autoplace.study._log import ANSWER_ATTR
 from autoplace.study._storage import ask_storage, missing_study_file, storage_at
+
+#: The study attribute holding the latest finished tune's answer (see
+#: ``autoplace.tuning._answer``), which :func:`autoplace.recommend` reads.
+ANSWER_ATTR = "autoplace_answer"
 
 
 def find_answer(

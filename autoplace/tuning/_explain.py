@@ -175,7 +175,7 @@ def _read(
     try:
         name = study or find_study(storage_, url, path, workload, obj.name)
         history, later, devices, widths, attrs = read_history(
-            storage_, url, name, obj, cut(doc, judged), local(judged.since)
+            storage_, url, name, cut(doc, judged), local(judged.since)
         )
     finally:
         close_storage(storage_)

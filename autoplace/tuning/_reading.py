@@ -14,7 +14,7 @@ from autoplace._paths import shown
 from autoplace.errors import BadInputError, StorageError
 from autoplace.study import (
     History,
-    OptunaStudyLog,
+    StudyReader,
     ask_storage,
     missing_study_file,
     normalize_url,
@@ -131,7 +131,6 @@ def read_history(
     storage: Any,
     url: str,
     name: str,
-    obj: Any,
     cut: int | dt.datetime | None = None,
     since: dt.datetime | None = None,
 ) -> tuple[History, int, Sequence[str], Sequence[int], Mapping[str, Any]]:
@@ -146,27 +145,15 @@ def read_history(
         raise BadInputError(
             f"no study {name!r} in the storage: run `autoplace tune` first, or pass --storage"
         ) from None
-    log = OptunaStudyLog(
-        storage,
-        url,
-        name=name,
-        direction=obj.direction,
-        objective=obj.name,
-        attrs={},
-        devices=["cpu:0"],
-        with_width=True,
-        stale_after_s=0.0,
-        since=since,
-        read_only=True,
-    )
-    everything = log.history()
+    reader = StudyReader.open(storage, url, name, since=since)
+    everything = reader.history()
     if cut is None:
         history = everything
     elif isinstance(cut, int):
-        history = log.history(upto=cut)
+        history = reader.history(upto=cut)
     else:  # ``created`` is cut to the second, after the last measurement finished
-        history = log.history(until=cut + _SECOND)
+        history = reader.history(until=cut + _SECOND)
     configs = list(history.figures())
     devices = sorted({c.device for c in configs})
     widths = sorted({c.width for c in configs if c.width is not None})
-    return history, len(everything) - len(history), devices, widths, log.study_attrs
+    return history, len(everything) - len(history), devices, widths, reader.study_attrs

@@ -30,6 +30,8 @@ from autoplace.limits import cached_limits
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
 from autoplace.study import (
     OptunaStudyLog,
+    StudyIdentity,
+    TrialSpace,
     check_storage_url,
     close_storage,
     default_url,
@@ -169,16 +171,20 @@ def _open(
         opening.result(),
         url,
         name=tuned.study,
-        direction=obj.direction,
-        objective=obj.name,
-        attrs={**ident, "device_memory": memory},
-        devices=[d.name for d in devices],
-        with_width=space.widths != (None,),
+        identity=StudyIdentity(
+            direction=obj.direction,
+            objective=obj.name,
+            attrs={**ident, "device_memory": memory},
+            metric=f"{obj.name} ({obj.unit})",
+        ),
+        space=TrialSpace(
+            devices=[d.name for d in devices],
+            with_width=space.widths != (None,),
+            batch_sizes=space.batch_sizes,
+            widths=[w for w in space.widths if w is not None],
+        ),
         stale_after_s=settings.timeout_s + 120.0,
         since=_local(started) if r.remeasure else None,
-        batch_sizes=space.batch_sizes,
-        widths=[w for w in space.widths if w is not None],
-        metric=f"{obj.name} ({obj.unit})",
         on_wait=on_wait,
         spill_beside=Path(r.out) if r.out is not None else None,
     )

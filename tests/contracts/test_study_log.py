@@ -18,7 +18,16 @@ from study.storage_faults import FaultProxy
 
 import autoplace.study._faults as faults
 from autoplace import BadInputError, Config, Measurement, StorageFaultError
-from autoplace.study import OptunaStudyLog, StudyLog, _log, close_storage, open_storage
+from autoplace.study import (
+    OptunaStudyLog,
+    StudyIdentity,
+    StudyLog,
+    StudyReader,
+    TrialSpace,
+    _claims,
+    close_storage,
+    open_storage,
+)
 from autoplace.study._url import file_path
 
 A = Config("cpu:0", 8, "float32")
@@ -51,11 +60,12 @@ def open_log(storage_url: str, study_name: str) -> Iterator:
             storage,
             storage_url,
             name=study_name,
-            direction=direction,
-            objective="throughput" if direction == "maximize" else "latency",
-            attrs={"workload": {"name": "synthetic"}},
-            devices=["cpu:0"],
-            with_width=False,
+            identity=StudyIdentity(
+                direction=direction,
+                objective="throughput" if direction == "maximize" else "latency",
+                attrs={"workload": {"name": "synthetic"}},
+            ),
+            space=TrialSpace(devices=["cpu:0"], with_width=False),
             stale_after_s=3600.0,
         )
 
@@ -85,11 +95,12 @@ class Breakable:
             storage,
             self.url,
             name=name,
-            direction="maximize",
-            objective="throughput",
-            attrs={"workload": {"name": "synthetic"}},
-            devices=["cpu:0"],
-            with_width=False,
+            identity=StudyIdentity(
+                direction="maximize",
+                objective="throughput",
+                attrs={"workload": {"name": "synthetic"}},
+            ),
+            space=TrialSpace(devices=["cpu:0"], with_width=False),
             stale_after_s=3600.0,
             spill_beside=spill_beside,
         )
@@ -180,7 +191,7 @@ def _dead_pid() -> int:
 
 
 def _trial(log, ticket):
-    return log._storage.get_trial(ticket.trial_id)
+    return log.reader.access.storage.get_trial(ticket.trial_id)
 
 
 def _as_left(log, ticket, **owner) -> None:
@@ -188,9 +199,11 @@ def _as_left(log, ticket, **owner) -> None:
     ``owner`` changed and another token) and, if given, the age of its heartbeat."""
     age = owner.pop("age", None)
     held = {**log.owner.as_dict(), "token": "another worker", **owner}
-    log._storage.set_trial_user_attr(ticket.trial_id, "owner", held)
+    log.reader.access.storage.set_trial_user_attr(ticket.trial_id, "owner", held)
     if age is not None:
-        log._storage.set_trial_user_attr(ticket.trial_id, "heartbeat", time.time() - age)
+        log.reader.access.storage.set_trial_user_attr(
+            ticket.trial_id, "heartbeat", time.time() - age
+        )
 
 
 def test_a_killed_workers_measurement_on_this_host_is_reclaimed_at_once(open_log) -> None:
@@ -217,7 +230,7 @@ def test_a_worker_with_the_same_host_name_and_pid_elsewhere_is_alive_while_it_be
     log = open_log()
     fresh, old = log.begin([B, C], "search")
     _as_left(log, fresh, pid=_dead_pid(), age=5.0, **elsewhere)
-    _as_left(log, old, pid=_dead_pid(), age=_log.STALE_AFTER_S + 5.0, **elsewhere)
+    _as_left(log, old, pid=_dead_pid(), age=_claims.STALE_AFTER_S + 5.0, **elsewhere)
     other = open_log()
     assert other.history().pending == {B}
     assert _trial(other, fresh).state.name == "RUNNING"
@@ -239,14 +252,14 @@ def test_an_owner_whose_trial_was_reclaimed_keeps_its_measurement(open_log) -> N
     # still finishes, and its measurement goes into a new trial, not a crash.
     log = open_log()
     (ticket,) = log.begin([C], "search")
-    log._storage.set_trial_user_attr(ticket.trial_id, "heartbeat", time.time() - 3600)
+    log.reader.access.storage.set_trial_user_attr(ticket.trial_id, "heartbeat", time.time() - 3600)
     other = open_log()
     assert other.history().pending == frozenset()
     assert _trial(other, ticket).state.name == "FAIL"  # reclaimed
     log.record(ticket, measured(C, 0.5), score=64.0)
     history = open_log().history()
     assert [c for c, _ in history.searches] == [C] and not history.pending
-    trials = log._storage.get_all_trials(log._study_id)
+    trials = log.reader.access.storage.get_all_trials(log.reader.study_id)
     (kept,) = [t for t in trials if t.state.name == "COMPLETE"]
     assert kept.user_attrs["recovered_from"] == ticket.number and kept.value == 64.0
     assert kept.user_attrs["phase"] == "search" and kept.user_attrs["config"] == C.label()
@@ -259,25 +272,14 @@ def test_reading_a_study_writes_nothing_and_reclaims_nothing(open_log, storage_u
     _as_left(log, stale, pid=_dead_pid())  # dead: a worker that writes would reclaim it
 
     def snapshot():
-        trials = log._storage.get_all_trials(log._study_id)
-        attrs = log._storage.get_study_user_attrs(log._study_id)
+        trials = log.reader.access.storage.get_all_trials(log.reader.study_id)
+        attrs = log.reader.access.storage.get_study_user_attrs(log.reader.study_id)
         return attrs, [(t.state, t.user_attrs, t.system_attrs, t.values) for t in trials]
 
     before = snapshot()
     storage = open_storage(storage_url)
     try:
-        reader = OptunaStudyLog(
-            storage,
-            storage_url,
-            name=study_name,
-            direction="maximize",
-            objective="throughput",
-            attrs={"workload": {"name": "another"}, "extra": 1},
-            devices=["cpu:0"],
-            with_width=False,
-            stale_after_s=0.0,
-            read_only=True,
-        )
+        reader = StudyReader.open(storage, storage_url, study_name)
         history = reader.history()
         assert [c for c, _ in history.searches] == [A] and history.pending == {C}
         assert reader.study_attrs["workload"] == {"name": "synthetic"}
@@ -308,7 +310,7 @@ def test_a_measurement_the_storage_will_not_take_is_kept_and_stored_on_the_next_
     assert [c for c, _ in history.searches] == [A, B] and not history.pending
     assert history.searches[1][1].fed_step_s == pytest.approx(0.02)
     assert not log.spill.exists()  # imported, then removed
-    trials = log._storage.get_all_trials(log._study_id)
+    trials = log.reader.access.storage.get_all_trials(log.reader.study_id)
     assert sorted(t.state.name for t in trials) == ["COMPLETE", "COMPLETE"]
     # imported once: opening again adds nothing
     assert len(breakable.log(study_name, spill_beside=out).history().searches) == 2
@@ -334,7 +336,7 @@ def test_a_trial_left_running_by_a_failing_storage_is_ended_by_the_next_open(
 
 
 def test_keep_alive_refreshes_the_heartbeat_while_measuring(open_log, monkeypatch) -> None:
-    monkeypatch.setattr(_log, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(_claims, "HEARTBEAT_S", 0.05)
     log = open_log()
     (ticket,) = log.begin([C], "search")
     first = _trial(log, ticket).user_attrs["heartbeat"]

@@ -216,7 +216,13 @@ _COMMIT = {"postgresql": b"COMMIT", "mysql": b"COMMIT", "redis": b"EVAL"}
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
 def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, tmp_path):
     from autoplace import Config, Measurement
-    from autoplace.study import OptunaStudyLog, close_storage, open_storage
+    from autoplace.study import (
+        OptunaStudyLog,
+        StudyIdentity,
+        TrialSpace,
+        close_storage,
+        open_storage,
+    )
 
     storage = open_storage(server.url)
     try:
@@ -224,11 +230,8 @@ def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, 
             storage,
             server.url,
             name=study_name,
-            direction="maximize",
-            objective="throughput",
-            attrs={},
-            devices=["cpu:0"],
-            with_width=False,
+            identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+            space=TrialSpace(devices=["cpu:0"], with_width=False),
             stale_after_s=3600.0,
         )
         config = Config("cpu:0", 8, "float32")

@@ -80,7 +80,13 @@ def test_an_owner_recorded_elsewhere_or_before_owners_had_boot_ids_is_not_judged
 
 
 def test_a_forked_worker_is_another_owner(tmp_path):
-    from autoplace.study import OptunaStudyLog, close_storage, open_storage
+    from autoplace.study import (
+        OptunaStudyLog,
+        StudyIdentity,
+        TrialSpace,
+        close_storage,
+        open_storage,
+    )
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     storage = open_storage(url)
@@ -88,11 +94,8 @@ def test_a_forked_worker_is_another_owner(tmp_path):
         storage,
         url,
         name="forked",
-        direction="maximize",
-        objective="throughput",
-        attrs={},
-        devices=["cpu:0"],
-        with_width=False,
+        identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+        space=TrialSpace(devices=["cpu:0"], with_width=False),
         stale_after_s=60.0,
     )
     read, write = os.pipe()

@@ -134,7 +134,13 @@ def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
     import optuna
 
     from autoplace import Config
-    from autoplace.study import OptunaStudyLog, close_storage, open_storage
+    from autoplace.study import (
+        OptunaStudyLog,
+        StudyIdentity,
+        TrialSpace,
+        close_storage,
+        open_storage,
+    )
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     _, out, result = tuned(tmp_path, storage=url)  # the study explain and report read
@@ -143,11 +149,8 @@ def test_explaining_a_study_a_tune_is_running_on_writes_nothing(tmp_path):
         storage,
         url,
         name=result.study_name,
-        direction="maximize",
-        objective="throughput",
-        attrs={},
-        devices=["cpu:0"],
-        with_width=True,
+        identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+        space=TrialSpace(devices=["cpu:0"], with_width=True),
         stale_after_s=60.0,
     )
     (ticket,) = log.begin([Config("cpu:0", 4096, "float32", result.best.config.width)], "search")

@@ -447,7 +447,7 @@ def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_pat
     import threading
 
     from autoplace import Config, Measurement
-    from autoplace.study import OptunaStudyLog, open_storage
+    from autoplace.study import OptunaStudyLog, StudyIdentity, TrialSpace, open_storage
 
     url = f"journal:///{tmp_path / 's.log'}"
     config = Config("cpu:0", 64, "float32", 64)
@@ -455,11 +455,8 @@ def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_pat
         open_storage(url),
         url,
         name="shared",
-        direction="maximize",
-        objective="throughput",
-        attrs={},
-        devices=["cpu:0"],
-        with_width=True,
+        identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+        space=TrialSpace(devices=["cpu:0"], with_width=True),
         stale_after_s=3600.0,
     )
     (ticket,) = other.begin([config], "search")

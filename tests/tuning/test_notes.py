@@ -14,7 +14,7 @@ import autoplace
 from autoplace.config import Config
 from autoplace.measuring import timing_lock
 from autoplace.report import tune_report
-from autoplace.study import OptunaStudyLog, open_storage
+from autoplace.study import OptunaStudyLog, StudyIdentity, TrialSpace, open_storage
 
 
 def run(env, backend, **options):
@@ -72,11 +72,8 @@ def test_trials_a_killed_run_left_running_are_measured_again_and_said(env):
         storage,
         env["storage"],
         name=first.study_name,
-        direction="maximize",
-        objective="throughput",
-        attrs={},
-        devices=["cpu:0"],
-        with_width=True,
+        identity=StudyIdentity(direction="maximize", objective="throughput", attrs={}),
+        space=TrialSpace(devices=["cpu:0"], with_width=True),
         stale_after_s=0.0,
     )
     (ticket,) = log.begin([Config("cpu:0", 16, "float32", 64)], "search")
