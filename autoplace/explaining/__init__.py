@@ -15,7 +15,7 @@ in sentences.
 Nothing here measures or imports JAX: the study's own measurements are the evidence.
 """
 
-from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
+from autoplace.explaining._explanation import MEMORY_MARGIN, explain_figures
 from autoplace.explaining._plots import (
     FAR,
     PALETTE,
@@ -38,6 +38,7 @@ from autoplace.explaining._plots import (
 )
 from autoplace.explaining._run_length import finish_s, per_sample
 from autoplace.explaining._standing import explain_standing
+from autoplace.explaining._value import Explanation
 
 __all__ = [
     "FAR",

@@ -22,8 +22,8 @@ from typing import Any
 
 from autoplace import units
 from autoplace.costs import Arm
-from autoplace.explaining._explanation import Explanation
 from autoplace.explaining._run_length import label as configuration_label
+from autoplace.explaining._value import Explanation
 from autoplace.measurement import Measurement
 
 #: Batches drawn along a fitted curve between its ends.

@@ -5,7 +5,7 @@ writes what :func:`~autoplace.explaining.explain_figures` found."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autoplace import units
 from autoplace.config import Config
@@ -15,10 +15,8 @@ from autoplace.explaining._emulated import Emulated
 from autoplace.explaining._feeding import NO_GAIN, Feeding
 from autoplace.explaining._fixed_cost import FixedCost
 from autoplace.explaining._run_length import BreakEven
+from autoplace.explaining._value import Explanation
 from autoplace.measurement import Measurement
-
-if TYPE_CHECKING:
-    from autoplace.explaining._explanation import Explanation
 
 
 def explanation_sentences(

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoplace import units
-from autoplace.explaining._explanation import MEMORY_MARGIN, Explanation, explain_figures
+from autoplace.explaining._explanation import MEMORY_MARGIN, explain_figures
+from autoplace.explaining._value import Explanation
 from autoplace.limits import MachineLimits
 
 
