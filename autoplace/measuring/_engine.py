@@ -48,7 +48,7 @@ from autoplace.errors import BadInputError
 from autoplace.fusing import fuse, stack
 from autoplace.machine import cores
 from autoplace.measurement import Measurement
-from autoplace.measuring._backend import Progress
+from autoplace.measuring._progress import Progress
 from autoplace.measuring._run import Loop, Run
 from autoplace.measuring._setup import (
     ConfigFailure,

@@ -57,8 +57,9 @@ from autoplace._host import process_alive
 from autoplace.devices import DeviceInfo
 from autoplace.errors import AutoplaceError, BadInputError, ModelFileError, WorkerError
 from autoplace.measurement import Measurement
-from autoplace.measuring._backend import Progress, with_figures
+from autoplace.measuring._backend import with_figures
 from autoplace.measuring._forkserver import Forked, ForkServer, start_python
+from autoplace.measuring._progress import Progress
 from autoplace.measuring._timing import compiles_alone, loops, time_interleaved
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
