@@ -1,6 +1,6 @@
 """Where measurements run: the :class:`Backend` protocol, and the in-process backend.
 
-:class:`~autoplace.measuring.SubprocessBackend` (the default, in ``_subprocess``)
+:class:`~autoplace.measuring.SubprocessBackend` (the default, in ``_client``)
 isolates each measurement in a worker process; :class:`InProcessBackend` runs in the
 calling process: no isolation, no start-up cost. Tests and debuggers use it.
 """
