@@ -153,7 +153,7 @@ def _quick_tests_start_no_python(
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
     # Before the worker's socket pair is made, so that refusing leaks nothing.
-    monkeypatch.setattr("autoplace.measuring._subprocess._Worker.launch", lambda self: refuse())
+    monkeypatch.setattr("autoplace.measuring._worker.Worker.launch", lambda self: refuse())
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ program and a device. :func:`measure` is the library call behind
 
 from typing import Any
 
-from autoplace.measuring._backend import Backend, InProcessBackend, Progress
+from autoplace.measuring._backend import Backend, InProcessBackend
+from autoplace.measuring._client import SubprocessBackend
 from autoplace.measuring._lock import timing_lock
 from autoplace.measuring._measure import check_device, measure, resolve_workload
-from autoplace.measuring._subprocess import SubprocessBackend
+from autoplace.measuring._progress import Progress
 from autoplace.measuring._timing import relative_spread, summarize, time_interleaved, time_steps
 
 #: Names that live beside JAX, imported on first use so that ``import autoplace`` stays

@@ -1,6 +1,6 @@
 """Where measurements run: the :class:`Backend` protocol, and the in-process backend.
 
-:class:`~autoplace.measuring.SubprocessBackend` (the default, in ``_subprocess``)
+:class:`~autoplace.measuring.SubprocessBackend` (the default, in ``_client``)
 isolates each measurement in a worker process; :class:`InProcessBackend` runs in the
 calling process: no isolation, no start-up cost. Tests and debuggers use it.
 """
@@ -15,21 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
+from autoplace.measuring._progress import Progress
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
 
 if TYPE_CHECKING:
     from autoplace.measuring._engine import Engine
-
-
-@dataclasses.dataclass(frozen=True)
-class Progress:
-    """What a backend is doing now, for a progress line: ``index`` is the configuration of
-    the call it is on (``None``: all of them, e.g. timing them in turns), ``what`` says it
-    in words (``setting up cpu:0 batch=256 bfloat16``)."""
-
-    index: int | None
-    what: str
 
 
 @runtime_checkable

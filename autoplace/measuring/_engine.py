@@ -20,19 +20,18 @@ timed on its own so the costs the seeds' authors saw mixed together come apart:
 Failures the configuration owns (out of memory, errors in the user's code) come
 back as statuses; anything else is autoplace's bug and propagates.
 
-Phases 1-6 live in ``_setup``, the timed loops (7, 8) in ``_timing``; the engine runs
-them in order and keeps the caches. A ``_run.Run`` holds one configuration's figures as
-each phase sets them, and turns them into a ``Measurement`` in one place.
+Phases 1-6 live in ``_setup``, taken in order by ``_preparing`` (which keeps the builds
+and executables), the timed loops (7, 8) in ``_timing``; the engine runs the phases in
+order, times the loops and checks the outputs. ``_compiles`` counts XLA's compiles. A
+``_run.Run`` holds one configuration's figures as each phase sets them, and turns them
+into a ``Measurement`` in one place.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import dataclasses
 import functools
 import gc
 import os
-import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -41,53 +40,26 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
-from autoplace.fusing import fuse, stack
-from autoplace.machine import cores
 from autoplace.measurement import Measurement
-from autoplace.measuring._backend import Progress
+from autoplace.measuring._compiles import CompileCounter
+from autoplace.measuring._preparing import Preparer, executable_key
+from autoplace.measuring._progress import Progress
 from autoplace.measuring._run import Loop, Run
-from autoplace.measuring._setup import (
-    ConfigFailure,
-    Executable,
-    build,
-    check_fits,
-    check_next_state,
-    check_precision,
-    compile_lowered,
-    first_call,
-    host_batch,
-    lower_step,
-    transfer,
-    user_phase,
-)
+from autoplace.measuring._setup import ConfigFailure, host_batch, user_phase
 from autoplace.measuring._shelf import Shelf
-from autoplace.measuring._timing import LoopTiming, compiles_alone, loops, time_interleaved
+from autoplace.measuring._timing import LoopTiming, loops, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
     all_finite,
     device_name,
-    memory_in_use,
     platform_of,
     relative_deviation,
-    tree_bytes,
 )
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.workload import (
-    Workload,
-    WorkloadInfo,
-    find_workloads,
-    import_model_file,
-    pick_workload,
-)
-
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-#: At most this many steps compile at once: one per core, up to four.
-_COMPILE_THREADS = max(1, min(4, cores()))
+from autoplace.workload import WorkloadInfo, find_workloads, import_model_file, pick_workload
 
 
 class Engine:
@@ -108,9 +80,8 @@ class Engine:
     ) -> None:
         for key, value in (jax_config or {}).items():
             jax.config.update(key, value)
-        self._cache_dir = compile_cache
-        #: Where the shared worker keeps each compiled step for the fresh workers (:mod:`._shelf`).
-        self._shelf = Shelf(Path(compile_cache) / "executables") if compile_cache else None
+        # Where the shared worker keeps each compiled step for the fresh workers (:mod:`._shelf`).
+        shelf = Shelf(Path(compile_cache) / "executables") if compile_cache else None
         if compile_cache is None:
             jax.config.update("jax_enable_compilation_cache", False)
         else:
@@ -119,49 +90,21 @@ class Engine:
             # Every compile is stored, however quick or small: a fresh worker loads it.
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
             jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-        self._compiles = 0
-        self._cache_hits = 0
-        # Compiles are counted for the process (the timed loops' proof) and per thread (a
-        # group's steps compile side by side, each thread checking its own).
-        self._counting = threading.Lock()
-        self._mine = threading.local()
-        jax.monitoring.register_event_duration_secs_listener(self._on_event)
-        jax.monitoring.register_event_listener(self._on_count)
+        self._counter = CompileCounter()
+        self._preparer = Preparer(self._counter, shelf, counts_hits=compile_cache is not None)
         self._modules: dict[tuple[str, str], dict[str, tuple[WorkloadInfo, Callable]]] = {}
         self._references: OrderedDict[tuple, Any] = OrderedDict()
-        self._built: OrderedDict[tuple, tuple[Workload, float]] = OrderedDict()
-        self._executables: OrderedDict[tuple, Executable] = OrderedDict()
-        #: The devices this process has used (see :meth:`_first_use`).
-        self._used: set[str] = set()
-
-    def _on_event(self, event: str, duration: float, **_: Any) -> None:
-        if event == _COMPILE_EVENT:
-            self._count(compiles=1)
-
-    def _count(self, compiles: int = 0, hits: int = 0) -> None:
-        with self._counting:
-            self._compiles += compiles
-            self._cache_hits += hits
-        mine = self._mine
-        mine.compiles = getattr(mine, "compiles", 0) + compiles
-        mine.hits = getattr(mine, "hits", 0) + hits
-
-    def _on_count(self, event: str, **_: Any) -> None:
-        # JAX times a persistent-cache hit as a compile too (the hit is said first): it
-        # compiled nothing, so it does not count as one; hits are counted on their own.
-        if event == _CACHE_HIT_EVENT:
-            self._count(compiles=-1, hits=1)
 
     @property
     def compiles(self) -> int:
         """Compiles XLA has reported in this process since the engine started, of any
         function (a load from the persistent cache counts): the counter that proves the
         timed loops compiled nothing."""
-        return self._compiles
+        return self._counter.compiles
 
     def forget_executables(self) -> None:
         """Drop the cached executables: a configuration measured again compiles anew."""
-        self._executables.clear()
+        self._preparer.forget_executables()
 
     # --- catalogue -------------------------------------------------------------------
 
@@ -231,11 +174,11 @@ class Engine:
         if pending:
             if on_progress is not None:
                 on_progress(Progress(None, f"compiling {len(pending)} side by side"))
-            self._compile_all(pending)
+            self._preparer.compile_all(pending)
         for i, run in enumerate(runs):
             if on_progress is not None and run.failure is None:
                 on_progress(Progress(i, f"first call of {run.request.config.label()}"))
-            self._finish_set_up(run)
+            self._preparer.finish_set_up(run)
         loop = requests[0].settings
 
         def turn(n: int) -> None:
@@ -253,29 +196,10 @@ class Engine:
         the only configuration this process measures (a fresh worker's)."""
         run = self._start(request)
         if run.failure is None and run.lowered is not None:
-            self._compile_all([run])
-        self._finish_set_up(run)
+            self._preparer.compile_all([run])
+        self._preparer.finish_set_up(run)
         run.fresh_process = fresh_process
         return run
-
-    def _compile_all(self, runs: Sequence[Run]) -> None:
-        """Compile the runs' lowered steps (a failure is the run's own): side by side in
-        threads on CPUs when there are several, one at a time where any is for an
-        accelerator (see :func:`compiles_alone`)."""
-
-        def one(run: Run) -> None:
-            try:
-                self._compile(run)
-            except ConfigFailure as failure:
-                run.failure = failure
-
-        if len(runs) == 1 or compiles_alone(platform_of(r.device) for r in runs):
-            for run in runs:
-                one(run)
-            return
-        with concurrent.futures.ThreadPoolExecutor(min(len(runs), _COMPILE_THREADS)) as pool:
-            for done in [pool.submit(one, run) for run in runs]:
-                done.result()  # autoplace's own errors raise here
 
     def finish(
         self, runs: Sequence[Run], together: str | None, others: int | None = None
@@ -289,8 +213,8 @@ class Engine:
         thread of the model file's can compile meanwhile, and the timings would hold it."""
         # Runs are prepared one after another: the last one's count is where timing began.
         marks = [r.compiles_before_timing for r in runs if r.compiles_before_timing is not None]
-        started = max(marks, default=self._compiles)
-        compiles = self._compiles - started
+        started = max(marks, default=self._counter.compiles)
+        compiles = self._counter.compiles - started
         out = []
         for run in runs:
             run.close()
@@ -324,152 +248,8 @@ class Engine:
         info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
         width = request.config.width if request.config.width is not None else info.default_width
         run = Run(request, fn, width, self._device(request.config.device))
-        try:
-            run.device_init_s = self._first_use(run.device)
-            self._set_up_to_lowering(run)
-        except ConfigFailure as failure:
-            run.failure = failure
+        self._preparer.start(run)
         return run
-
-    def _first_use(self, device: Any) -> float | None:
-        """The seconds this process's first use of ``device`` takes, once per device and
-        process (``None`` after): one small put (its allocator and context), and on an
-        accelerator one small jitted product too (its compiler, its libraries' handles, its
-        autotuner). Not on a CPU: a fresh worker that loads its step from the shelf compiles
-        nothing, and a CPU has no context to start (0.2 s a process here went to the
-        compiler's start alone)."""
-        name = device_name(device)
-        if name in self._used:
-            return None
-        self._used.add(name)
-        t = time.perf_counter()
-        x = jax.block_until_ready(jax.device_put(jnp.ones((8, 8), jnp.float32), device))
-        if platform_of(device) != "cpu":
-            jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
-        return time.perf_counter() - t
-
-    def _finish_set_up(self, run: Run) -> None:
-        """Phases 5-6 once compiled: fits, first call; the run is then ready to be timed."""
-        if run.failure is None:
-            try:
-                self._set_up_after_compile(run)
-            except ConfigFailure as failure:
-                run.failure = failure
-        run.workload = run.lowered = None
-        run.compiles_before_timing = self._compiles
-
-    def _set_up_to_lowering(self, run: Run) -> None:
-        """Build, batches, transfer, trace and lower: each phase's figures go into the run."""
-        request, device, path = run.request, run.device, Path(run.request.model_file)
-        s, config = request.settings, request.config
-        workload, run.build_s, run.build_cached = self._build(
-            request, run.fn, run.width, config.precision
-        )
-        host, made = [], []
-        for i in (0, 1):
-            t = time.perf_counter()
-            host.append(host_batch(workload, config.batch_size, s.seed + i, path))
-            made.append(time.perf_counter() - t)
-        run.batch_s = max(made)
-        if request.steps_per_call > 1:
-            workload, host = fused(workload, host, request.steps_per_call)
-        run.batch_bytes = tree_bytes(host[0])
-        state, batch, run.transfer_s, run.timing_s = transfer(
-            workload, host[0], device, s.transfer_cap_s, path
-        )
-        run.workload, run.host, run.state, run.batch = workload, host, state, batch
-        key = _executable_key(run.request, run.width, run.request.config.precision)
-        executable = self._executables.get(key) or self._taken(key, device)
-        run.compile_cached = executable is not None
-        if executable is None:
-            run.lowered = lower_step(workload, state, batch, path)
-        else:
-            self._executables.move_to_end(key)
-            self._use(run, executable)
-
-    def _taken(self, key: tuple, device: Any) -> Executable | None:
-        """The executable the tune's shared worker compiled for ``key``, from the shelf
-        (a fresh worker's: no trace, no lowering, no compile), kept with this engine's."""
-        found = self._shelf.take(key, device) if self._shelf is not None else None
-        if found is not None:
-            self._executables[key] = found
-        return found
-
-    def _set_up_after_compile(self, run: Run) -> None:
-        """Check it fits, first call: each phase's figures go into the run as it ends."""
-        request, device, path = run.request, run.device, Path(run.request.model_file)
-        s, config = request.settings, request.config
-        workload, host, state, batch = run.workload, run.host, run.state, run.batch
-        executable = run.executable
-        assert executable is not None and workload is not None
-        check_precision(workload.state, host[0], executable.compute_dtypes, config.precision, path)
-        check_fits(executable, device, s.max_memory)
-        # What the state looks like, for the check of the next state (the call donates it).
-        before = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), x.dtype), state)
-        mark, in_use = memory_in_use(device)
-        resident = tree_bytes(state) + tree_bytes(batch)  # before a donation takes the state
-        out, run.first_call_s = first_call(executable, state, batch, path)
-        if workload.kind == "train":
-            check_next_state(before, out, path)
-        # Its own peak: the first call runs alone (configurations measured together are set
-        # up one after another), so when the device's high-water mark rose during it, the
-        # rise over what was in use before, plus its own state and batch (in use before), is
-        # this configuration's. Otherwise (the mark is the process's, and another call set
-        # it higher) XLA's prediction stands, and the source says so.
-        after, _ = memory_in_use(device)
-        if None not in (mark, in_use, after) and after > mark:  # type: ignore[operator]
-            own = after - in_use + resident  # type: ignore[operator]
-            run.peak_bytes, run.peak_bytes_source = own, "measured"
-        # A fused call's output is K steps' (a state K steps on, or K stacked predictions),
-        # never float32's one step: its precision is compared unfused.
-        compare = s.deviation and request.steps_per_call == 1
-        run.first_out = jax.device_get(out) if compare else None
-        run.compiled = executable.compiled
-        run.train = workload.kind == "train"
-        run.state, run.out = (out if run.train else state), out
-
-    def _build(
-        self, request: MeasureRequest, fn: Callable, width: int | None, precision: str
-    ) -> tuple[Workload, float, bool]:
-        """The workload for (width, precision), the seconds its build took, and if cached.
-
-        Builds are cached (a few, least recently used first out): they depend on
-        neither batch size nor device, and a user's eager initialisation can cost
-        seconds. The cached state is never donated; each run gets its own copy.
-        """
-        key = (request.model_file, request.sha256, request.workload, width, precision)
-        cached = key in self._built
-        if not cached:
-            self._built[key] = build(fn, width, precision, Path(request.model_file))
-            while len(self._built) > 4:
-                self._built.popitem(last=False)
-        self._built.move_to_end(key)
-        return (*self._built[key], cached)
-
-    def _compile(self, run: Run) -> None:
-        """XLA compiles the run's lowered step (phases 4-5; any thread), and the executable
-        is kept: measuring the same configuration again (a reference, a re-measurement)
-        reuses it and reports the figures of the compile that made it (``compile_cached``).
-        """
-        assert run.lowered is not None
-        executable = compile_lowered(
-            run.lowered,
-            Path(run.request.model_file),
-            lambda: getattr(self._mine, "compiles", 0),
-            (lambda: getattr(self._mine, "hits", 0)) if self._cache_dir is not None else None,
-        )
-        key = _executable_key(run.request, run.width, run.request.config.precision)
-        with self._counting:
-            self._executables[key] = executable
-            while len(self._executables) > 16:
-                self._executables.popitem(last=False)
-        if self._shelf is not None:
-            self._shelf.put(key, executable)
-        self._use(run, executable)
-
-    def _use(self, run: Run, executable: Executable) -> None:
-        run.executable = executable
-        run.peak_bytes, run.peak_bytes_source = executable.predicted_bytes, "predicted"
 
     def _time(
         self,
@@ -528,12 +308,11 @@ class Engine:
         ref = self._references.get(key)
         if ref is None:
             path = Path(request.model_file)
-            workload, _, _ = self._build(request, fn, width, "float32")
+            workload, _, _ = self._preparer.built(request, fn, width, "float32")
             host = host_batch(workload, config.batch_size, request.settings.seed, path)
             # The float32 executable of this configuration, if the worker has it: the
             # same program, without compiling it again.
-            f32 = _executable_key(request, width, "float32")
-            cached = self._executables.get(f32) or self._taken(f32, device)
+            cached = self._preparer.executable(executable_key(request, width, "float32"), device)
             step = cached.compiled if cached is not None else jax.jit(workload.step)
             with user_phase("running the float32 reference", path):
                 state = jax.device_put(workload.state, device, may_alias=False)
@@ -546,20 +325,3 @@ class Engine:
         self._references.move_to_end(key)
         while len(self._references) > 8:
             self._references.popitem(last=False)
-
-
-def fused(workload: Workload, host: Sequence[Any], k: int) -> tuple[Workload, list[Any]]:
-    """The workload running ``k`` steps a call (:func:`autoplace.fuse`), and its two host
-    batches each made ``k`` batches stacked along a new leading axis (the two alternating,
-    so that every step still sees a batch of its own shape and values)."""
-    step = fuse(workload.step, k, workload.kind)
-    stacks = [stack([host[(i + j) % len(host)] for j in range(k)]) for i in range(len(host))]
-    return dataclasses.replace(workload, step=step), stacks
-
-
-def _executable_key(request: MeasureRequest, width: int | None, precision: str) -> tuple:
-    """What a compiled step depends on: the workload, its width and precision, the batch
-    size, the device and the steps per call."""
-    r, c = request, request.config
-    key = (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
-    return key if r.steps_per_call == 1 else (*key, r.steps_per_call)

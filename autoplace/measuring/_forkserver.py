@@ -4,7 +4,7 @@ A fresh worker started from scratch spends most of its start importing Python, N
 JAX and the engine: 1.6 s of a 2-core CPU's time, paid by every process of every
 window of a tune's verdict. :class:`ForkServer` pays it once. Its process imports those
 modules and waits. Each fresh worker is forked from it and goes on as a started one
-would: :func:`~autoplace.measuring._subprocess._worker_main` on its own connection and log,
+would: :func:`~autoplace.measuring._serve.serve_worker` on its own connection and log,
 in a session of its own. It starts in about a tenth of the time.
 
 A forked worker is as fresh as a started one where it matters to a timing. The server
@@ -223,7 +223,7 @@ def serve(fd: int) -> None:
     # What every worker imports before it measures: NumPy, JAX, the engine. Never more
     # (a model file's own imports could touch a device).
     import autoplace.measuring._engine
-    import autoplace.measuring._subprocess  # noqa: F401
+    import autoplace.measuring._serve  # noqa: F401
 
     sock = socket.socket(fileno=fd)
     sock.settimeout(_CALLER_POLL_S)
@@ -282,9 +282,9 @@ def _child(server: socket.socket, fd: int, message: dict[str, Any]) -> None:
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
-        from autoplace.measuring._subprocess import _worker_main
+        from autoplace.measuring._serve import serve_worker
 
-        _worker_main(fd, message["boot"])
+        serve_worker(fd, message["boot"])
     except BaseException:
         traceback.print_exc()
         code = 1

@@ -10,8 +10,8 @@ from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Backend
+from autoplace.measuring._client import SubprocessBackend
 from autoplace.measuring._lock import timing_lock
-from autoplace.measuring._subprocess import SubprocessBackend
 from autoplace.settings import MeasureRequest, MeasureSettings
 from autoplace.workload import ModelFile, WorkloadInfo, check_width, pick_workload
 

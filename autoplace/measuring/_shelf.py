@@ -28,7 +28,7 @@ from autoplace.measuring._setup import Executable
 
 
 class Shelf:
-    """Executables by key (see :func:`~._engine._executable_key`), in ``folder``."""
+    """Executables by key (see :func:`~._preparing.executable_key`), in ``folder``."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

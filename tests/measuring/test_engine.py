@@ -805,12 +805,12 @@ def test_configurations_measured_together_each_get_their_own_peak(
     # device's high-water mark from 1000 to 5000 B, the second stays under it, the third
     # raises it to 9000 B. Each gets its own rise (plus its state and batch, in use before),
     # or XLA's prediction where it set no new mark: never the group's 9000 B for all.
-    import autoplace.measuring._engine as engine
+    import autoplace.measuring._preparing as preparing
     from autoplace.measuring._xla import memory_in_use
 
     fake = _FakeGPU([(1000, 1000), (5000, 1200), (5000, 1500), (5000, 1700), (5000, 2000),
                      (9000, 2100)])  # fmt: skip
-    monkeypatch.setattr(engine, "memory_in_use", lambda device: memory_in_use(fake))
+    monkeypatch.setattr(preparing, "memory_in_use", lambda device: memory_in_use(fake))
     path = model("tiny_mlp")
     a, b, c = inproc.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8, 16)])
     assert fake.read == 6  # read before and after each first call, never after the loops
@@ -891,16 +891,16 @@ def test_a_groups_steps_compile_side_by_side_before_any_timing(
     # before the first timed chunk; each reports its own, real compile.
     import threading
 
-    import autoplace.measuring._engine as engine_module
+    import autoplace.measuring._preparing as preparing
     from autoplace.machine import cores
 
-    threads, real = [], engine_module.compile_lowered
+    threads, real = [], preparing.compile_lowered
 
     def recording(*args, **kwargs):
         threads.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "compile_lowered", recording)
+    monkeypatch.setattr(preparing, "compile_lowered", recording)
     inproc.engine.forget_executables()
     reqs = [request(model("tiny_mlp"), "mlp", batch_size=b) for b in (3, 5, 7)]
     heard: list = []
@@ -1000,21 +1000,21 @@ def test_steps_for_an_accelerator_compile_one_at_a_time(monkeypatch, alone) -> N
     """XLA's GPU autotuner times kernels as it compiles: side by side it reads its own
     timings wrong, so an accelerator's steps compile one after another, in the caller's
     thread; a CPU's may compile side by side."""
-    from autoplace.measuring import _engine
+    from autoplace.measuring import _preparing
     from autoplace.measuring._timing import compiles_alone
 
     assert (
         compiles_alone(["gpu"]) and compiles_alone(["cpu", "tpu"]) and not compiles_alone(["cpu"])
     )
     threads: list[int] = []
-    real = _engine.Engine._compile
+    real = _preparing.Preparer._compile
 
     def compile_noting_thread(self, run):
         threads.append(threading.get_ident())
         return real(self, run)
 
-    monkeypatch.setattr(_engine.Engine, "_compile", compile_noting_thread)
-    monkeypatch.setattr(_engine, "compiles_alone", lambda platforms: alone)
+    monkeypatch.setattr(_preparing.Preparer, "_compile", compile_noting_thread)
+    monkeypatch.setattr(_preparing, "compiles_alone", lambda platforms: alone)
     backend = InProcessBackend()
     path = model("tiny_mlp")
     found = backend.measure_together([request(path, "mlp", batch_size=n) for n in (4, 8, 16)])

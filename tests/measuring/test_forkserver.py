@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autoplace.measuring._forkserver import ForkServer
+from autoplace.measuring._messages import Done, Exit, ListDevices
 
 #: Every test here starts the server (JAX imported in a process of its own).
 pytestmark = pytest.mark.slow
@@ -45,14 +46,14 @@ def test_a_forked_worker_answers_and_is_the_servers_child_in_a_session_of_its_ow
         assert server.ready()
         child, conn = fork(server, tmp_path)
         assert child is not None and child.poll() is None
-        conn.send(("devices", None))
-        status, devices = conn.recv()
-        assert status == "ok" and [d.name for d in devices] == ["cpu:0"]
+        conn.send(ListDevices())
+        reply = conn.recv()
+        assert isinstance(reply, Done) and [d.name for d in reply.value] == ["cpu:0"]
         assert os.getpgid(child.pid) == child.pid  # its own session: Ctrl-C is ours alone
         with open(f"/proc/{child.pid}/stat") as stat:
             parent = int(stat.read().rsplit(")", 1)[1].split()[1])
         assert parent != os.getpid()  # forked by the server, not started by us
-        conn.send(("exit", None))
+        conn.send(Exit())
         assert child.wait(timeout=30) == 0
     finally:
         server.close()

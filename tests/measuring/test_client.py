@@ -1,4 +1,5 @@
-"""The worker process: what it survives, when it is reused, and what crosses the boundary."""
+"""The subprocess backend: what its workers survive, when one is reused, and what crosses
+the boundary."""
 
 from __future__ import annotations
 
@@ -157,75 +158,6 @@ def test_a_hang_among_several_costs_one_limit_and_is_pinned_on_its_configuration
     assert good.status == other.status == "ok"
     assert good.interleaved_with == other.interleaved_with == 1
     assert subproc.starts == starts + 1  # one kill, one fresh worker
-
-
-@pytest.mark.slow
-def test_fresh_processes_take_turns_and_load_the_real_compile_from_the_cache() -> None:
-    reqs = [
-        request(model("tiny_mlp"), "mlp", FAST, batch_size=4),
-        request(model("tiny_mlp"), "mlp", FAST, batch_size=8),
-    ]
-    with SubprocessBackend() as backend:
-        searched = backend.measure_together(reqs)
-        shared = backend.process.pid
-        heard: list[autoplace.measuring.Progress] = []
-        fresh = backend.measure_fresh(reqs, heard.append)
-        assert backend.process.pid == shared  # the shared worker is left as it was
-    for before, m in zip(searched, fresh, strict=True):
-        assert m.status == "ok", m.reason
-        assert m.fresh_process is True and before.fresh_process is False
-        # loaded from the persistent cache, reported with the compile that stored it
-        assert m.compile_cache == "hit" and before.compile_cache == "miss"
-        assert m.compile_s == before.compile_s and m.compile_cached
-        assert m.worker_start_s > 0 and m.others_running is not None
-    a, b = fresh
-    assert a.interleave_id == b.interleave_id and a.interleaved_with == 1
-    assert len(a.fed_step_chunk_s) == len(b.fed_step_chunk_s)  # chunk i of each in one turn
-    assert any("fresh worker" in p.what for p in heard)
-    assert any("turn" in p.what for p in heard)
-
-
-NEEDS_ENV = """
-import os
-
-import numpy as np
-
-import autoplace
-
-
-@autoplace.workload()
-def needs_env(width, dtype):
-    if os.environ.get("AUTOPLACE_TEST_MARK") != "set":
-        raise RuntimeError("AUTOPLACE_TEST_MARK is not in this process's environment")
-    return autoplace.Workload(
-        state=np.ones(4, dtype),
-        step=lambda s, b: s * b.mean(),
-        make_batch=lambda n, rng: rng.random((n, 4)).astype(dtype),
-        kind="infer",
-    )
-"""
-
-
-@pytest.mark.slow
-def test_a_fresh_worker_starts_with_its_requests_environment(tmp_path: Path) -> None:
-    plain = request(write_model(tmp_path, NEEDS_ENV), "needs_env", FAST)
-    marked = dataclasses.replace(plain, env=(("AUTOPLACE_TEST_MARK", "set"),))
-    with SubprocessBackend() as backend:
-        with_env, without = backend.measure_fresh([marked, plain])  # one started, one forked
-        with pytest.raises(BadInputError, match="environment of its own"):
-            backend.measure_together([marked])  # the shared worker's environment is set
-    assert with_env.status == "ok", with_env.reason
-    assert with_env.environment == ("AUTOPLACE_TEST_MARK=set",)
-    assert without.status == "error" and "AUTOPLACE_TEST_MARK" in without.reason
-
-
-@pytest.mark.slow
-def test_a_configuration_failing_in_a_fresh_window_drops_out_and_the_others_go_on() -> None:
-    reqs = [request(model("tiny_mlp"), "mlp", FAST), request(model("nan"), "nan", FAST)]
-    with SubprocessBackend() as backend:
-        good, bad = backend.measure_fresh(reqs)
-    assert good.status == "ok" and bad.status == "nonfinite"
-    assert good.fresh_process is True
 
 
 def test_bad_requests_raise_through_the_process_boundary(subproc: SubprocessBackend) -> None:
