@@ -244,9 +244,10 @@ def serve(fd: int) -> None:
         if message["op"] == "fork":
             sys.stdout.flush()
             sys.stderr.flush()
+            server = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _child(sock, fds[0], message)  # never returns
+                _child(sock, fds[0], message, server)  # never returns
             for passed in fds:
                 os.close(passed)
             reply: dict[str, Any] = {"pid": pid}
@@ -272,8 +273,10 @@ def _code(pid: int, codes: dict[int, int]) -> int | None:
     return codes[pid]
 
 
-def _child(server: socket.socket, fd: int, message: dict[str, Any]) -> None:
-    """A forked worker: its own session and log, then the worker loop; never returns."""
+def _child(server: socket.socket, fd: int, message: dict[str, Any], parent: int) -> None:
+    """A forked worker: its own session and log, then the worker loop, which ends with
+    ``parent`` (the server, whose pid the child cannot safely read once forked); never
+    returns."""
     code = 0
     try:
         server.close()
@@ -284,7 +287,7 @@ def _child(server: socket.socket, fd: int, message: dict[str, Any]) -> None:
         os.close(log)
         from autoplace.measuring._serve import serve_worker
 
-        serve_worker(fd, message["boot"])
+        serve_worker(fd, message["boot"], caller=parent)
     except BaseException:
         traceback.print_exc()
         code = 1

@@ -49,15 +49,17 @@ if TYPE_CHECKING:
 _CALLER_POLL_S = 0.2
 
 
-def serve_worker(fd: int, boot: dict[str, Any]) -> None:
+def serve_worker(fd: int, boot: dict[str, Any], caller: int | None = None) -> None:
     """The worker's loop on connection ``fd``: answer requests until told to exit (or the
-    caller is gone). ``boot`` holds the engine's ``jax_config`` and ``compile_cache``."""
+    caller is gone). ``boot`` holds the engine's ``jax_config`` and ``compile_cache``.
+    ``caller``: the pid of the process whose death ends this one (a forked worker's fork
+    server, known before the fork); ``None``: this process's parent now."""
     import faulthandler
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     faulthandler.enable()
     conn = Connection(fd)
-    _exit_with_caller()
+    _exit_with_caller(os.getppid() if caller is None else caller)
 
     from autoplace.measuring._engine import Engine
 
@@ -123,12 +125,14 @@ class _Answers:
         return self.engine.finish([run], message.together, message.others)[0]
 
 
-def _exit_with_caller() -> None:
+def _exit_with_caller(caller: int) -> None:
     """End this worker within :data:`_CALLER_POLL_S` of its caller's death (a ``kill -9``
     of the tune): mid-measurement it would not read the closed connection, and its timed
     loops would overlap those of the tune that resumes, which the caller's device lock
-    (released by the OS with the caller) no longer keeps apart."""
-    caller = os.getppid()
+    (released by the OS with the caller) no longer keeps apart. ``caller`` is named by who
+    knew it before this process could look: a forked worker whose server died before it
+    first read its parent would otherwise take its new parent (init) for the caller and
+    outlive it."""
 
     def watch() -> None:
         while os.getppid() == caller:
