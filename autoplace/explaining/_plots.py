@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from autoplace import units
-from autoplace.costs import Arm
+from autoplace.costs import Arm, ArmModel
 from autoplace.explaining._run_length import label as configuration_label
 from autoplace.explaining._value import Explanation
 from autoplace.measurement import Measurement
@@ -229,7 +229,6 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
     styles = arm_styles(explanation.models)
     pick = None
     for model in explanation.models.values():
-        style = styles[model.arm]
         ran = sorted(
             (m for m in figures if arm_key(m) == model.arm and m.status == "ok" and m.fed_step_s),
             key=lambda m: m.batch_size,
@@ -240,30 +239,7 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
         batches += [m.batch_size for m in ran]
         ys = [m.batch_size / m.fed_step_s for m in ran]  # type: ignore[operator]
         ys_all += ys
-        errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
-        line = model.fed
-        fit = (
-            f"b/({units.seconds(line.fixed)} + {units.seconds(line.per_sample)}·b)"
-            if line is not None
-            else "one batch size: no line"
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[m.batch_size for m in ran],
-                y=ys,
-                mode="markers",
-                name=model.label,
-                marker={"color": style.color, "size": 8, "symbol": style.symbol},
-                error_y={"type": "data", "array": errors, "visible": True},
-                legendgroup=model.label,
-                hovertext=[
-                    f"{model.label}<br>batch {m.batch_size}: {units.rate(y)} samples/s "
-                    f"(spread {units.percent(m.fed_step_spread)})<br>line: {fit}"
-                    for m, y in zip(ran, ys, strict=True)
-                ],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
+        _arm_points(fig, model, styles[model.arm], ran, ys)
         pick = pick or next(
             (
                 (m, y)
@@ -272,56 +248,116 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
             ),
             None,
         )
-        if line is None:
-            continue
-        lo, hi = min(line.batches), max(line.batches)
-        xs = [lo * (hi / lo) ** (i / (_CURVE_POINTS - 1)) for i in range(_CURVE_POINTS)]
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=[b / line.at(b) for b in xs],
-                mode="lines",
-                line={"color": style.color, "dash": "dash"},
-                name=f"{model.label}: {fit}",
-                legendgroup=model.label,
-                showlegend=False,
-                hoverinfo="name",
-            )
-        )
-        if line.departs_at is not None:
-            fig.add_vline(x=line.departs_at, line={"color": style.color, "dash": "dot"})
-            departs.append(line.departs_at)
+        departs += _arm_curve(fig, model, styles[model.arm])
     if pick is not None:
-        m, y = pick
-        fig.add_trace(
-            go.Scatter(
-                x=[m.batch_size],
-                y=[y],
-                mode="markers",
-                name=f"pick: {short_label(m)}",
-                marker=PICK_MARKER,
-                hovertext=[f"the pick: {short_label(m)}, {units.rate(y)} samples/s"],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
+        _pick_point(fig, *pick)
         entries += 1
-    # One label per batch where lines leave their measurements, stacked where they crowd.
-    for near in clusters(sorted(set(departs)), apart=2.5):
-        for k, b in enumerate(near):
-            label(fig, b, f"leaves the line: {b}", y=0.02 + 0.07 * k, color="#555")
-    crossings = sorted(
-        x.above
-        for x in explanation.crossovers
-        if x.above is not None and x.above > x.low and min(batches) <= x.above <= max(batches)
-    )
-    for near in clusters(crossings):  # one label for crossings a few percent apart
-        for above in near:
-            fig.add_vline(x=above, line={"color": "#555", "dash": "longdash"})
-        shown = list(dict.fromkeys(f"{a:.0f}" for a in near))
-        text = "crossover" + ("s" if len(shown) > 1 else "") + " ≈ " + ", ".join(shown)
-        vline(fig, near[0], text, log=True, color="#555", dash="longdash")
+    _departures(fig, departs)
+    _crossings(fig, explanation, batches)
     yaxis = {"title": "samples/s, feeding host batches", "type": "log", "automargin": True}
     if ys_all:
         yaxis.update(decades(min(ys_all), max(ys_all), units.rate))
     layout(fig, entries, xaxis=log2_axis("batch size", batches), yaxis=yaxis)
     return fig
+
+
+def _fit_text(model: ArmModel) -> str:
+    line = model.fed
+    if line is None:
+        return "one batch size: no line"
+    return f"b/({units.seconds(line.fixed)} + {units.seconds(line.per_sample)}·b)"
+
+
+def _arm_points(
+    fig: Any, model: ArmModel, style: Style, ran: Sequence[Measurement], ys: Sequence[float]
+) -> None:
+    """An arm's measured points, each with its spread and the arm's line in its hover."""
+    import plotly.graph_objects as go
+
+    fit = _fit_text(model)
+    errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
+    fig.add_trace(
+        go.Scatter(
+            x=[m.batch_size for m in ran],
+            y=ys,
+            mode="markers",
+            name=model.label,
+            marker={"color": style.color, "size": 8, "symbol": style.symbol},
+            error_y={"type": "data", "array": errors, "visible": True},
+            legendgroup=model.label,
+            hovertext=[
+                f"{model.label}<br>batch {m.batch_size}: {units.rate(y)} samples/s "
+                f"(spread {units.percent(m.fed_step_spread)})<br>line: {fit}"
+                for m, y in zip(ran, ys, strict=True)
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+
+
+def _arm_curve(fig: Any, model: ArmModel, style: Style) -> list[int]:
+    """An arm's fitted curve (dashed) over the batches its line holds over, and a dotted
+    line where its measurements leave it; the batches where they do."""
+    import plotly.graph_objects as go
+
+    line = model.fed
+    if line is None:
+        return []
+    lo, hi = min(line.batches), max(line.batches)
+    xs = [lo * (hi / lo) ** (i / (_CURVE_POINTS - 1)) for i in range(_CURVE_POINTS)]
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[b / line.at(b) for b in xs],
+            mode="lines",
+            line={"color": style.color, "dash": "dash"},
+            name=f"{model.label}: {_fit_text(model)}",
+            legendgroup=model.label,
+            showlegend=False,
+            hoverinfo="name",
+        )
+    )
+    if line.departs_at is None:
+        return []
+    fig.add_vline(x=line.departs_at, line={"color": style.color, "dash": "dot"})
+    return [line.departs_at]
+
+
+def _pick_point(fig: Any, m: Measurement, y: float) -> None:
+    """The pick, starred, with its own legend entry."""
+    import plotly.graph_objects as go
+
+    fig.add_trace(
+        go.Scatter(
+            x=[m.batch_size],
+            y=[y],
+            mode="markers",
+            name=f"pick: {short_label(m)}",
+            marker=PICK_MARKER,
+            hovertext=[f"the pick: {short_label(m)}, {units.rate(y)} samples/s"],
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+
+
+def _departures(fig: Any, departs: Sequence[int]) -> None:
+    """One label per batch where lines leave their measurements, stacked where they crowd."""
+    for near in clusters(sorted(set(departs)), apart=2.5):
+        for k, b in enumerate(near):
+            label(fig, b, f"leaves the line: {b}", y=0.02 + 0.07 * k, color="#555")
+
+
+def _crossings(fig: Any, explanation: Explanation, batches: Sequence[int]) -> None:
+    """Where two arms' lines cross inside the batches drawn: one label for crossings a few
+    percent apart."""
+    crossings = sorted(
+        x.above
+        for x in explanation.crossovers
+        if x.above is not None and x.above > x.low and min(batches) <= x.above <= max(batches)
+    )
+    for near in clusters(crossings):
+        for above in near:
+            fig.add_vline(x=above, line={"color": "#555", "dash": "longdash"})
+        shown = list(dict.fromkeys(f"{a:.0f}" for a in near))
+        text = "crossover" + ("s" if len(shown) > 1 else "") + " ≈ " + ", ".join(shown)
+        vline(fig, near[0], text, log=True, color="#555", dash="longdash")

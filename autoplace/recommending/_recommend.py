@@ -62,22 +62,10 @@ def recommend(
     when this process waits: for another process's tune, or for the storage. ``backend``
     measures a tune (default: a worker process of its own).
     """
-    if isinstance(request, RecommendRequest):
-        if options or workload is not None:
-            raise BadInputError(
-                "recommend(RecommendRequest(...)) takes no workload or options: put them in "
-                "the RecommendRequest"
-            )
-    else:
-        request = build(RecommendRequest, request, workload=workload, **options)
-    r = request
+    r = _request(request, workload, options)
     mf = ModelFile.at(r.model_file)
-    if r.storage is not None:  # another program's SQLite file is never made a study storage
-        from autoplace.study import check_storage_url, refuse_foreign_tables, refuse_unreachable
-
-        url = check_storage_url(r.storage)  # and no storage that cannot be one is waited on
-        refuse_foreign_tables(url)
-        refuse_unreachable(url)
+    if r.storage is not None:
+        _refuse_unusable(r.storage)
     cache = Cache(r.cache_dir)
     devices = machine_devices(cache, backend, worker=_worker)
     assert devices is not None  # listed by a worker when not cached
@@ -112,6 +100,30 @@ def recommend(
             _check_widths(mf, r.workload, r.widths, backend)
         return lookup.fallback(lookup.why_missed)
     return _tune_once(lookup, url, r, backend, on_wait)
+
+
+def _request(
+    request: RecommendRequest | str | Path, workload: str | None, options: dict[str, Any]
+) -> RecommendRequest:
+    """The one request value a look-up works from (see :func:`recommend`)."""
+    if not isinstance(request, RecommendRequest):
+        return build(RecommendRequest, request, workload=workload, **options)
+    if options or workload is not None:
+        raise BadInputError(
+            "recommend(RecommendRequest(...)) takes no workload or options: put them in "
+            "the RecommendRequest"
+        )
+    return request
+
+
+def _refuse_unusable(storage: str) -> None:
+    """Another program's SQLite file is never made a study storage, and no storage that
+    cannot be one is waited on."""
+    from autoplace.study import check_storage_url, refuse_foreign_tables, refuse_unreachable
+
+    url = check_storage_url(storage)
+    refuse_foreign_tables(url)
+    refuse_unreachable(url)
 
 
 def _check_widths(mf: ModelFile, workload: str | None, widths: Sequence[int], backend: Any) -> None:

@@ -19,6 +19,7 @@ from autoplace.recommendation import SCHEMA_VERSION
 from autoplace.tuning._failures import over_memory
 from autoplace.tuning._judge import Tuned, Verdict
 from autoplace.tuning._margin import Comparison, Scored
+from autoplace.tuning._standing import Standing
 
 
 def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
@@ -42,20 +43,7 @@ def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
         },
         "workload": dict(identity["workload"]),
         "fingerprint": {"hardware": identity["hardware"], "software": identity["software"]},
-        "study": {
-            "name": tuned.study,
-            "storage": tuned.storage,
-            "measured": sum(1 for m in figures.values() if m.status == "ok"),
-            "failed": sum(1 for m in figures.values() if m.status != "ok"),
-            "space_size": len(space),
-            "ended_arms": _arms(standing.ended),
-            "inaccurate_arms": _arms(standing.inaccurate),
-            "over_memory": [
-                {**_named(c), "reason": why}
-                for c, why in over_memory(figures, space.max_memory).items()
-                if figures[c].status == "ok"
-            ],
-        },
+        "study": _study(standing, tuned),
         "search_space": {
             "devices": list(space.devices),
             "batch_sizes": list(space.batch_sizes),
@@ -71,7 +59,45 @@ def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
     doc["findings"] = [finding_dict(f) for f in verdict.findings]
     if best is None:
         return doc
-    rec = doc["recommendation"]
+    _evidence(doc["recommendation"], standing, best)
+    doc["alternatives"] = [
+        placement(s)
+        for d in space.devices
+        if d != best.measurement.device and (s := standing.best_where(device=d)) is not None
+    ]
+    if len(space.widths) > 1:
+        # Each width's best, with the batch sizes its arm ran at: one alone is one noisy
+        # point, not the best of a curve, and the file and the terminal say so.
+        doc["per_width"] = [
+            {**placement(s), "arm_batches": _arm_batches(figures, s)}
+            for w in space.widths
+            if (s := standing.best_where(width=w)) is not None
+        ]
+    return doc
+
+
+def _study(standing: Standing, tuned: Tuned) -> dict[str, Any]:
+    """The file's ``[study]``: where the figures are, how many, what the search left out."""
+    figures, space = standing.figures, tuned.space
+    return {
+        "name": tuned.study,
+        "storage": tuned.storage,
+        "measured": sum(1 for m in figures.values() if m.status == "ok"),
+        "failed": sum(1 for m in figures.values() if m.status != "ok"),
+        "space_size": len(space),
+        "ended_arms": _arms(standing.ended),
+        "inaccurate_arms": _arms(standing.inaccurate),
+        "over_memory": [
+            {**_named(c), "reason": why}
+            for c, why in over_memory(figures, space.max_memory).items()
+            if figures[c].status == "ok"
+        ],
+    }
+
+
+def _evidence(rec: dict[str, Any], standing: Standing, best: Scored) -> None:
+    """The pick's evidence, added to its ``[recommendation]``: steps per call, windows,
+    feeding, noise, and how it stands against the closest, the finalists and its equals."""
     rec["steps_per_call"] = standing.steps_per_call
     if standing.fusing is not None:
         # The pick at one step a call against several: what the best K did, and whether it
@@ -99,20 +125,6 @@ def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
         # What the pick could not be told apart from (or is equal to beyond doubt), then the
         # batches the search did not measure that the cost model says could be as good.
         rec["equivalent"] = equals
-    doc["alternatives"] = [
-        placement(s)
-        for d in space.devices
-        if d != best.measurement.device and (s := standing.best_where(device=d)) is not None
-    ]
-    if len(space.widths) > 1:
-        # Each width's best, with the batch sizes its arm ran at: one alone is one noisy
-        # point, not the best of a curve, and the file and the terminal say so.
-        doc["per_width"] = [
-            {**placement(s), "arm_batches": _arm_batches(figures, s)}
-            for w in space.widths
-            if (s := standing.best_where(width=w)) is not None
-        ]
-    return doc
 
 
 def _arms(arms: Mapping[tuple[str, str, int | None], str]) -> list[dict[str, Any]]:

@@ -223,7 +223,7 @@ def test_a_study_name_longer_than_a_storage_keeps_is_refused_before_measuring(
 
 
 def test_a_sqlite_study_in_a_read_only_folder_is_one_clear_error(tmp_path, monkeypatch):
-    import autoplace.study._storage as storage_module
+    import autoplace.study._files as storage_module  # where the file is checked
 
     folder = tmp_path / "ro"
     folder.mkdir()
