@@ -12,6 +12,9 @@ from autoplace.errors import BadInputError
 PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "float16")
 #: Bytes per element of each precision.
 PRECISION_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
+#: An arm: (device, precision, width), every axis of a :class:`Config` but the batch size.
+#: A cost line runs along one arm's batch sizes.
+Arm = tuple[str, str, "int | None"]
 
 _PRECISION_ALIASES = {
     "fp32": "float32",

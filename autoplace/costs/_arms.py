@@ -6,16 +6,13 @@ import dataclasses
 import statistics
 from collections.abc import Mapping
 
-from autoplace.config import Config
+from autoplace.config import Arm, Config
 from autoplace.costs._fit import Line, MemoryLine, Point, fit_line, fit_memory
 from autoplace.measurement import Measurement
 
 #: Chunks a loop needs to count as timed: fewer is a glance (one chunk, right after the
 #: first call), too rough for a line or to subtract from another loop.
 TIMED_CHUNKS = 3
-
-#: (device, precision, width)
-Arm = tuple[str, str, int | None]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,15 +10,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from autoplace.config import PRECISION_BYTES, Config
+from autoplace.config import PRECISION_BYTES, Arm, Config
 from autoplace.costs import CostLine, cost_line, could_reach
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
 from autoplace.tuning._space import Space
 from autoplace.tuning._strategies import MAX_GROUP, Scores
 
-#: (device, precision, width): the axes other than the batch size.
-Arm = tuple[str, str, int | None]
 Group = tuple[Config, ...]
 
 

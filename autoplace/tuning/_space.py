@@ -6,10 +6,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterable
 
-from autoplace.config import Config
-
-#: (device, precision, width): every axis but the batch size.
-Arm = tuple[str, str, "int | None"]
+from autoplace.config import Arm, Config
 
 
 def arm_of(c: Config) -> Arm:
