@@ -161,7 +161,8 @@ class FreshPagesEveryStep:
     def cause(self) -> str:
         return (
             "the step's buffers are handed back to the kernel when freed and mapped again "
-            "the next step (glibc's allocator does so for any block over 32 MiB), and the "
+            "the next step (glibc's allocator unmaps a freed block above its mmap threshold, "
+            "128 KiB rising to at most 32 MiB, and trims the top of its heap), and the "
             "kernel zeroes every page it maps"
         )
 
