@@ -79,3 +79,23 @@ def test_a_prediction_further_off_is_told_apart_less_readily():
     sure = compare_predicted(THROUGHPUT, 100.0, Prediction(60.0, PREDICTION_ERROR), noise, 1)
     unsure = compare_predicted(THROUGHPUT, 100.0, Prediction(60.0, 1.0), noise, 1)
     assert sure.verdict == "ahead" and unsure.verdict == "undecided"
+
+
+def test_what_the_model_predicts_near_the_pick_is_listed_and_nothing_far_behind_it():
+    # A prediction far from the measured batches has an interval wide enough to hold 1
+    # wherever it lies; listed beside the pick, it said "as good" of batches 30% behind
+    # (issue 36). Only what the line itself puts within LIST_REACH of the pick is listed.
+    from autoplace.tuning import LIST_REACH, Standing
+    from autoplace.tuning._margin import Comparison
+
+    near, far, ahead = (Config("cpu:0", b, "float32") for b in (512, 2048, 32))
+    basis = "predicted by the cost model, not measured"
+    standing = Standing(
+        THROUGHPUT, {}, {}, (), (),
+        predicted={
+            near: Comparison(1 + LIST_REACH / 2, 0.6, 1.8, "undecided", 0, basis),
+            far: Comparison(1.3, 0.5, 3.2, "undecided", 0, basis),  # holds 1 only by its width
+            ahead: Comparison(0.9, 0.5, 1.6, "behind", 0, basis),  # the pick may be behind it
+        },
+    )  # fmt: skip
+    assert [c for c, _ in standing.predicted_equivalent] == [ahead, near]
