@@ -103,3 +103,27 @@ class Key:
             if theirs.get(name) != now
         ]
         return ", ".join(changes) or None
+
+
+def tune_arguments(key: Key) -> dict[str, Any]:
+    """What :func:`autoplace.tune` is asked for ``key``'s workload and objective (the run
+    length as it takes it: ``samples`` is one epoch)."""
+    run = {k: v for k, v in key.objective.items() if k != "name"}
+    if "samples" in run and run.get("epochs"):
+        run["samples"] //= run["epochs"]
+    return {
+        "workload": key.workload["name"],
+        "widths": key.workload["widths"],
+        "objective": key.objective["name"],
+        **run,
+    }
+
+
+def fill_command(key: Key) -> str:
+    """The ``autoplace recommend`` command that fills the cache for ``key``."""
+    args = [f"autoplace recommend {key.workload['path']}"]
+    for name, value in tune_arguments(key).items():
+        if value is not None and (name, value) != ("objective", "throughput"):
+            shown = ",".join(map(str, value)) if isinstance(value, list) else value
+            args.append(f"--{name} {shown}")
+    return "run `" + " ".join(args) + "`"

@@ -21,7 +21,7 @@ from autoplace.answer import Answer
 from autoplace.config import Config, parse_precision
 from autoplace.errors import BadInputError, NoAnswerError
 from autoplace.host import Cache, fingerprint, lock_dir, machine_devices
-from autoplace.recommending._key import Key, key_for
+from autoplace.recommending._key import Key, fill_command, key_for, tune_arguments
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
 from autoplace.recommending._request import RecommendRequest
@@ -64,8 +64,10 @@ def recommend(
     """
     r = _request(request, workload, options)
     mf = ModelFile.at(r.model_file)
-    if r.storage is not None:
-        _refuse_unusable(r.storage)
+    if r.storage is not None:  # another program's SQLite file is never made a study storage
+        from autoplace.study import check_usable
+
+        check_usable(r.storage)
     cache = Cache(r.cache_dir)
     devices = machine_devices(cache, backend, worker=_worker)
     assert devices is not None  # listed by a worker when not cached
@@ -88,12 +90,12 @@ def recommend(
         if r.on_stale == "raise":
             raise NoAnswerError(
                 f"the cached answer for {mf.path} is stale ({found.stale_reason}): "
-                f"{_fill_command(key)}, or pass on_stale='use'"
+                f"{fill_command(key)}, or pass on_stale='use'"
             )
     elif r.on_miss == "raise":
         raise NoAnswerError(
             f"no answer for {mf.path} on this machine ({lookup.why_missed}): "
-            f"{_fill_command(key)} to fill the cache"
+            f"{fill_command(key)} to fill the cache"
         )
     elif r.on_miss == "fallback":
         if r.widths:  # as a tune would: a width the file never declared is refused
@@ -114,16 +116,6 @@ def _request(
             "the RecommendRequest"
         )
     return request
-
-
-def _refuse_unusable(storage: str) -> None:
-    """Another program's SQLite file is never made a study storage, and no storage that
-    cannot be one is waited on."""
-    from autoplace.study import check_storage_url, refuse_foreign_tables, refuse_unreachable
-
-    url = check_storage_url(storage)
-    refuse_foreign_tables(url)
-    refuse_unreachable(url)
 
 
 def _check_widths(mf: ModelFile, workload: str | None, widths: Sequence[int], backend: Any) -> None:
@@ -327,7 +319,7 @@ def _tune_once(
         from autoplace.tuning import TuneRequest, tune
 
         path = lookup.key.workload["path"]
-        options = {**_tune_arguments(lookup.key), "storage": url, "out": None}
+        options = {**tune_arguments(lookup.key), "storage": url, "out": None}
         request = TuneRequest(path, **{**options, **(request.tune_options or {})})
         result = tune(request, backend=backend, on_wait=on_wait)
         if result.answer is None:
@@ -370,30 +362,6 @@ def _beside(cache: Cache) -> str | None:
     except OSError:
         return None  # the cache is unwritable (said once): the tune keeps its own default
     return f"sqlite:///{folder / 'studies.db'}" if os.access(folder, os.W_OK) else None
-
-
-def _tune_arguments(key: Key) -> dict[str, Any]:
-    """What :func:`autoplace.tune` is asked for ``key``'s workload and objective (the run
-    length as it takes it: ``samples`` is one epoch)."""
-    run = {k: v for k, v in key.objective.items() if k != "name"}
-    if "samples" in run and run.get("epochs"):
-        run["samples"] //= run["epochs"]
-    return {
-        "workload": key.workload["name"],
-        "widths": key.workload["widths"],
-        "objective": key.objective["name"],
-        **run,
-    }
-
-
-def _fill_command(key: Key) -> str:
-    """The ``autoplace recommend`` command that fills the cache for ``key``."""
-    args = [f"autoplace recommend {key.workload['path']}"]
-    for name, value in _tune_arguments(key).items():
-        if value is not None and (name, value) != ("objective", "throughput"):
-            shown = ",".join(map(str, value)) if isinstance(value, list) else value
-            args.append(f"--{name} {shown}")
-    return "run `" + " ".join(args) + "`"
 
 
 def _when(text: Any) -> dt.datetime | None:

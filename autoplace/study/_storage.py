@@ -47,7 +47,7 @@ from autoplace.study._faults import (
     waiting_line,
 )
 from autoplace.study._files import check_journal, check_sqlite, creating, read_only
-from autoplace.study._foreign import sqlite_tables
+from autoplace.study._foreign import refuse_foreign_tables, sqlite_tables
 from autoplace.study._url import file_path, mask_url, normalize_url, scrub
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
@@ -126,6 +126,16 @@ def refuse_unreachable(url: str) -> None:
         found = unreachable(exc)
         if found is not None:  # the resolver's words, not "[Errno -2] Name or service..."
             raise StorageError(_nowhere(url, found, exc.strerror or cause(exc))) from None
+
+
+def check_usable(url: str) -> str:
+    """``url`` checked as a place a study can live (:func:`check_storage_url`), not another
+    program's SQLite file, at an address that leads somewhere (:func:`refuse_unreachable`):
+    what a command about to start a worker checks first. The URL as checked."""
+    url = check_storage_url(url)
+    refuse_foreign_tables(url)
+    refuse_unreachable(url)
+    return url
 
 
 def check_study_name(name: str) -> str:

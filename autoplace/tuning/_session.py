@@ -32,13 +32,11 @@ from autoplace.study import (
     OptunaStudyLog,
     StudyIdentity,
     TrialSpace,
-    check_storage_url,
+    check_usable,
     close_storage,
     default_url,
     mask_url,
     open_storage,
-    refuse_foreign_tables,
-    refuse_unreachable,
 )
 from autoplace.tuning._answer import build_answer
 from autoplace.tuning._document import build_document
@@ -128,10 +126,7 @@ def _checked(r: TuneRequest) -> str:
     if r.out is not None:
         check_writable(r.out, "the recommendation (--out)")
         check_writable(partial_path(r.out), "the recommendation (--out)")
-    url = check_storage_url(r.storage) if r.storage else default_url()
-    refuse_foreign_tables(url)
-    refuse_unreachable(url)
-    return url
+    return check_usable(r.storage or default_url())
 
 
 @dataclasses.dataclass(frozen=True)
