@@ -13,6 +13,12 @@ ratio of the two. Where it may speak:
   search that stopped climbing an arm early cannot rule out that its larger batches are
   as good as the pick (the verdict benchmark found such arms behind most tunes that
   disagreed, 2026-11-25);
+- but not from a measured batch above the run that ran slower than the line
+  (``departs_at``) upwards: there the curve bends down (caches outgrown, a kernel that
+  changes), and a line that only rises cannot say so. On a held-out encoder whose
+  throughput falls beyond batch 32 (at 128 it is 0.31 of 32), the line over its small
+  batches predicted 128, 1024 and 4096 near the pick, and the plain loop put all three
+  67-77% behind (issue 36's benchmark, 2026-11-26);
 - an arm measured at one batch size has no line: each larger batch, up to a failure, gets
   that batch's score (the flat line of no fixed cost; a fixed cost only makes the
   throughput rise with the batch), its error compounding from two steps out.
@@ -75,6 +81,9 @@ def predicted(
         if line is None or len(line.batches) < 2 or line.per_sample <= 0:
             continue
         floor, ceiling = arm_bounds(ran, failed)
+        if line.departs_at is not None and (line.departure or 0.0) > 0:
+            # Measured slower than the line above its run: the line has no say from there.
+            ceiling = line.departs_at if ceiling is None else min(ceiling, line.departs_at)
         inside = [i for i, b in enumerate(batches) if line.batches[0] <= b <= line.batches[-1]]
         if not inside:
             continue

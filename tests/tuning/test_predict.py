@@ -45,6 +45,18 @@ def test_a_line_through_two_points_predicts_less_surely_than_one_through_three()
     assert from_two.error > from_three.error
 
 
+def test_no_prediction_from_a_measured_batch_that_ran_slower_than_the_line_upwards():
+    # The held-out encoder's throughput falls beyond batch 32; a line that only rises
+    # predicted its batches 128-4096 near the pick, all 67-77% behind (issue 36).
+    figures = dict([*(ran(b) for b in (64, 128, 256)), ran(512, per_sample=3e-5)])
+    estimates = {c: m.fed_samples_per_s for c, m in figures.items()}
+    found = predicted(figures, estimates, SPACE, THROUGHPUT)
+    assert sorted(c.batch_size for c in found) == [32]  # not 1024 nor 2048, above 512
+    faster = dict([*(ran(b) for b in (64, 128, 256)), ran(512, fixed=0.0)])
+    found = predicted(faster, estimates, SPACE, THROUGHPUT)
+    assert sorted(c.batch_size for c in found) == [32, 1024, 2048]  # it only ran faster
+
+
 def test_no_prediction_past_a_failure_or_for_another_objective():
     figures = dict([*(ran(b) for b in (64, 128, 256)), ran(1024, status="oom")])
     estimates = {c: m.fed_samples_per_s for c, m in figures.items() if m.status == "ok"}

@@ -189,3 +189,29 @@ def test_on_a_busy_machine_search_intervals_widen_by_the_cpu_others_took():
     big = Comparison(ratio=3.0, low=2.5, high=3.5, verdict="faster", windows=2,
                      basis="windows in fresh processes")  # fmt: skip
     assert _widened(big, 1.9).verdict == "faster"
+
+
+def test_a_prediction_starts_from_the_windows_where_its_neighbour_was_timed_beside_the_pick():
+    # The search read bfloat16 at 32 ahead of the pick; the windows put it at 0.8 of it.
+    # Predicted from the search's figure, its larger batches were listed as good as the
+    # pick; from the windows' ratio, the line puts them 15-20% behind (issue 36's encoder).
+    space = autoplace.Space(("cpu:0",), (16, 32, 64, 128, 256), ("float32", "bfloat16"), (None,))
+    search = [
+        (16, "float32", 2.4e-3, "g1"),
+        (32, "float32", 4.0e-3, "g1"),
+        (16, "bfloat16", 1.96e-3, "g2"),
+        (32, "bfloat16", 3.72e-3, "g2"),
+        (32, "float32", 4.0e-3, "g2"),
+    ]
+    windows = {
+        (32, "float32"): [(4.0e-3, "w1", "ok"), (4.1e-3, "w2", "ok"), (3.9e-3, "w3", "ok")],
+        (32, "bfloat16"): [(5.0e-3, "w1", "ok"), (5.2e-3, "w2", "ok"), (4.9e-3, "w3", "ok")],
+    }
+    now = tuning.standing(history(search, windows), THROUGHPUT, space)
+    assert now.best.config == config(32, "float32")
+    listed = {c.precision for c, _ in now.predicted_equivalent}
+    assert "bfloat16" not in listed
+    bf16 = [x for c, x in now.predicted.items() if c.precision == "bfloat16"]
+    assert all(x.ratio > 1.1 for x in bf16)
+    searched_only = tuning.standing(history(search), THROUGHPUT, space)
+    assert any(c.precision == "bfloat16" for c, _ in searched_only.predicted_equivalent)
