@@ -85,9 +85,10 @@ def time_interleaved(
     ``settings.settle_s`` of untimed steps of its own loop: resumed after another
     loop's turn, a loop runs slow for its first few steps (on the 2-core CI
     machine, VGG at batch 4 lost 10 to 13 ms over its first 25 ms after a turn of
-    batch 256), which would count against the loop with the shorter steps. Chunks
-    and settling are sized from the guess at first, then from the loop's median so
-    far: a guess timed just after another loop's turn runs long.
+    batch 256), which would count against the loop with the shorter steps. After a
+    long turn it settles longer, :data:`SETTLE_SHARE` of that turn's seconds (see
+    there). Chunks and settling are sized from the guess at first, then from the loop's
+    median so far: a guess timed just after another loop's turn runs long.
 
     Stops after ``min_samples`` turns once the comparison is settled: every loop's
     chunks agree within ``settings.target_spread``, or, with several loops, every
@@ -121,6 +122,7 @@ def time_interleaved(
             n >= settings.min_chunks and time.perf_counter() - start >= cap_s * len(live())
         )
 
+    previous_s = 0.0  # the seconds of the turn just taken, whichever loop's
     while not enough(len(samples[0])):
         if on_turn is not None:
             on_turn(len(samples[0]))
@@ -133,15 +135,32 @@ def time_interleaved(
             untimed, k = _chunk_sizes(per_step, settings, alone)
             if not taken and settings.warmup_s > 0:  # its first turn: the warm-up too
                 untimed = max(untimed, math.ceil(settings.warmup_s / max(per_step, 1e-7)))
-            if untimed:
-                run(untimed)
-            taken.append(run(k) / k)
+            if not alone and previous_s >= LONG_TURN_S:  # a longer settling (SETTLE_SHARE)
+                after = min(SETTLE_AFTER_MAX_S, SETTLE_SHARE * previous_s)
+                untimed = max(untimed, round(after / max(per_step, 1e-7)))
+            previous_s = run(untimed) if untimed else 0.0
+            seconds = run(k)
+            previous_s += seconds
+            taken.append(seconds / k)
         if settings.stop_behind is not None and batch_sizes is not None:
             stopped |= behind(samples, batch_sizes, settings.stop_behind) - {0}
             if len(stopped) == len(samples) - 1:
                 break  # the reference alone: nothing left to compare it with
     return samples
 
+
+#: A loop taking its turn after another's that lasted :data:`LONG_TURN_S` or more settles
+#: for at least this share of that turn's seconds (at most :data:`SETTLE_AFTER_MAX_S`),
+#: untimed. A large batch's step leaves the
+#: machine slow for a while after it: on this 2-core CPU, the held-out encoder at batch
+#: 32 ran its steps in 23.0 ms just after a 4.2 s step of batch 4096 (which maps and
+#: unmaps 6.5 GB), for about 0.3 s, against 11.8 ms after a turn of batch 16; after 0.42 s
+#: of its own steps it ran them in 11.9 ms (``benchmarks/neighbour_benchmark.py``,
+#: 2026-11-26). In a search group with batch 4096, batch 32 read at half its speed and
+#: never reached the windows (issue 36). A turn of the usual 0.05-0.1 s is not long.
+SETTLE_SHARE = 0.1
+SETTLE_AFTER_MAX_S = 1.0
+LONG_TURN_S = 0.5
 
 #: Turns a loop is timed before it may be stopped as clearly behind the reference: if its
 #: time per sample were in truth at ``stop_behind`` times the reference's, every one of

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from autoplace import MeasureSettings
-from autoplace.measuring._timing import STOP_AFTER_TURNS, behind, time_interleaved
+from autoplace.measuring._timing import (
+    SETTLE_AFTER_MAX_S,
+    SETTLE_SHARE,
+    STOP_AFTER_TURNS,
+    behind,
+    time_interleaved,
+)
 
 
 def test_a_loop_behind_in_every_one_of_its_first_turns_is_behind():
@@ -50,3 +56,32 @@ def test_without_a_rule_or_batch_sizes_no_loop_stops():
                             stop_behind=1.25)  # fmt: skip
     samples = time_interleaved([_loop(1e-3), _loop(3e-3)], [1e-3, 3e-3], ruled, 5.0)
     assert [len(s) for s in samples] == [6, 6]
+
+
+def test_a_loop_settles_longer_after_a_long_turn_and_a_long_loop_not_after_a_short_one():
+    # A large batch's step leaves the machine slow for a while after it: the loop that
+    # follows runs its own steps, untimed, for a share of that turn first (issue 36).
+    calls: dict[str, list[int]] = {"small": [], "big": []}
+
+    def loop(name: str, per_step: float):
+        def run(k: int) -> float:
+            calls[name].append(k)
+            return k * per_step
+
+        return run
+
+    settings = MeasureSettings(min_samples=3, max_samples=3, target_spread=0.0, settle_s=0.0,
+                               warmup_s=0.0, sample_min_s=0.05)  # fmt: skip
+    time_interleaved([loop("big", 2.0), loop("small", 1e-3)], [2.0, 1e-3], settings, 5.0)
+    # small, after each of big's 2 s turns: 0.2 s of its own steps, then a 50-step chunk
+    assert calls["small"] == [round(SETTLE_SHARE * 2.0 / 1e-3), 50] * 3
+    # big, after small's 0.25 s turn: a step of its own would be 2 s; no settling
+    assert calls["big"] == [1, 1, 1]
+    calls["small"].clear()
+    time_interleaved([loop("big", 60.0), loop("small", 1e-3)], [60.0, 1e-3], settings, 500.0)
+    assert calls["small"][0] == round(SETTLE_AFTER_MAX_S / 1e-3)  # at most this long
+    alone = MeasureSettings(min_samples=2, max_samples=2, target_spread=0.0, settle_s=0.0,
+                            warmup_s=0.0, sample_min_s=0.05)  # fmt: skip
+    calls["small"].clear()
+    time_interleaved([loop("small", 1e-3)], [1e-3], alone, 5.0)
+    assert calls["small"] == [50, 50]  # alone: nothing to settle from
