@@ -151,13 +151,13 @@ def time_interleaved(
 
 #: A loop taking its turn after another's that lasted :data:`LONG_TURN_S` or more settles
 #: for at least this share of that turn's seconds (at most :data:`SETTLE_AFTER_MAX_S`),
-#: untimed. A large batch's step leaves the
-#: machine slow for a while after it: on this 2-core CPU, the held-out encoder at batch
-#: 32 ran its steps in 23.0 ms just after a 4.2 s step of batch 4096 (which maps and
-#: unmaps 6.5 GB), for about 0.3 s, against 11.8 ms after a turn of batch 16; after 0.42 s
-#: of its own steps it ran them in 11.9 ms (``benchmarks/neighbour_benchmark.py``,
-#: 2026-11-26). In a search group with batch 4096, batch 32 read at half its speed and
-#: never reached the windows (issue 36). A turn of the usual 0.05-0.1 s is not long.
+#: untimed. A large batch's step leaves the machine slow for a while after it: on this
+#: 2-core CPU, the held-out encoder at batch 32 ran its steps in 23.0 ms just after a
+#: 4.2 s step of batch 4096 (which maps and unmaps 6.5 GB), for about 0.3 s, against
+#: 11.8 ms after a turn of batch 16; after 0.42 s of its own steps it ran them in 11.9 ms
+#: (``benchmarks/neighbour_benchmark.py``, 2026-11-26). In a search group with batch
+#: 4096, batch 32 read at half its speed and never reached the windows (issue 36). A
+#: turn of the usual 0.05-0.1 s is not long.
 SETTLE_SHARE = 0.1
 SETTLE_AFTER_MAX_S = 1.0
 LONG_TURN_S = 0.5

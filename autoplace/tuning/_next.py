@@ -1,10 +1,10 @@
 """What a pass measures next: the phase, its group of configurations, and the search
 group's reference. In order: what the strategy proposes (search), with the best so far
 as its reference; else the batches the cost model predicts as good as the pick, measured
-in the same way (search); else the finalists' next window (confirm); else a duel window while the
-pick's comparisons are open (duel); else the pick and each other device's best fed three
-ways (feeding); else, when the pick maps fresh memory every step, its remedy's window
-(remedy); else, when its fixed cost matters, it at one step a call and at several
+in the same way (search); else the finalists' next window (confirm); else a duel window
+while the pick's comparisons are open (duel); else the pick and each other device's best
+fed three ways (feeding); else, when the pick maps fresh memory every step, its remedy's
+window (remedy); else, when its fixed cost matters, it at one step a call and at several
 (fuse); else nothing: the tune is done."""
 
 from __future__ import annotations
