@@ -125,14 +125,23 @@ def reported(out: Path) -> dict[str, Any]:
         for c, x in s.comparisons.items()
     }
     listed = [key_of(x.measurement) for x, _ in s.equivalent]
-    listed += [key(c.device, c.batch_size, c.precision, c.width) for c, _ in s.predicted_equivalent]
+    predicted = [key(c.device, c.batch_size, c.precision, c.width)
+                 for c, _ in s.predicted_equivalent]  # fmt: skip
     return {
         "pick": key_of(pick.measurement),
         "score": pick.score,
         "finalists": finalists,
         "search": search,
         "comparisons": comparisons,
-        "equivalent": listed,
+        "equivalent": listed + predicted,
+        # Where each listed one comes from: a window, the search's figures, the cost model.
+        "listed_by": {
+            **{
+                key_of(x.measurement): ("windows" if x.confirmed else "search")
+                for x, _ in s.equivalent
+            },
+            **dict.fromkeys(predicted, "predicted"),
+        },
     }
 
 
@@ -193,7 +202,7 @@ def judged(tunes: Sequence[dict[str, Any]], ref: Reference) -> dict[str, Any]:
     absolute = [a for t in tunes for a in _absolute(t, ref)]
     ratios = [r for t in tunes for r in _ratios(t, ref)]
     listed = [
-        {"listed": k, "behind": 1 - rate / top}
+        {"listed": k, "behind": 1 - rate / top, "by": t.get("listed_by", {}).get(k)}
         for t in tunes
         for k in set(t["equivalent"])
         if top and (rate := ref.median(k))
