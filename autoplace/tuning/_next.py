@@ -41,10 +41,7 @@ def _searched(plan: Plan, now: Standing, history: History, room: int) -> Next | 
     """The strategy's proposal, with the best so far as its reference."""
     pending, space = history.pending, plan.space.without(now.ended)
     group = list(plan.strategy.propose(space, plan.objective, now.estimates, pending))
-    reference = incumbent(now) if group and room >= 2 else None
-    if reference is not None and reference not in group:
-        return Phase.SEARCH, [reference, *group][:room], reference
-    return (Phase.SEARCH, group[:room], None) if group else None
+    return _anchored(group, now, room)
 
 
 def _predicted(now: Standing, history: History, room: int) -> Next | None:
@@ -55,6 +52,12 @@ def _predicted(now: Standing, history: History, room: int) -> Next | None:
     listed, it was 48-54% behind the plain loop's best (issue 36). Once measured, a batch
     that falls below the line also ends the line's predictions above it."""
     group = [c for c, _ in now.predicted_equivalent if c not in history.pending]
+    return _anchored(group, now, room)
+
+
+def _anchored(group: list[Config], now: Standing, room: int) -> Next | None:
+    """A search group (none if ``group`` is empty), led by the best so far as its reference
+    where there is room for it and it is not in the group already."""
     if not group:
         return None
     reference = incumbent(now) if room >= 2 else None
