@@ -32,7 +32,8 @@ class FixedCost:
             on the device: no put in it).
         cause: ``put`` (the put accounts for :data:`PUT_SHARE` of it at least);
             ``dispatch`` (within :data:`DISPATCH_MULTIPLE` of the device's measured
-            dispatch floor); ``step`` (neither: launches, the loop's own work);
+            dispatch floor); ``step`` (neither: launches, the loop's own work; only
+            where the step with the batch on the device was timed);
             ``unattributed`` (what would tell was not measured).
         put_s: how much of ``a`` the put accounts for (``None``: not known). Its
             ``put_basis`` is ``loops`` (``a`` less the step's own fixed cost with the batch
@@ -71,7 +72,12 @@ def fixed_cost(model: ArmModel, loop: str, device: DeviceLimits | None) -> Fixed
     a whole step bounds its own fixed cost from above); else the fixed cost of the put
     timed alone at two batch sizes or more. The put is named where its part is at least
     :data:`PUT_SHARE` of ``a``; else dispatch where ``a`` is within
-    :data:`DISPATCH_MULTIPLE` of the floor; else what is known is said."""
+    :data:`DISPATCH_MULTIPLE` of the floor; else ``step`` only where the step with the
+    batch on the device was timed: a put timed alone tells its own cost, not what it adds
+    to a step it overlaps. On the H200 (``benchmarks/results/gpu_check-a18716df89-
+    20261126-1911.json``) the README MLP's put alone cost a fixed 200 µs of a fed line's
+    570 µs, yet a plain loop took 1.18 ms a step put first and 89 µs with the batch on
+    the device: the put was most of it, not launches. Else what is known is said."""
     line = model.line(loop)
     if line is None or line.fixed <= 0:
         return None
@@ -92,7 +98,7 @@ def fixed_cost(model: ArmModel, loop: str, device: DeviceLimits | None) -> Fixed
         cause: Cause = "put"
     elif floor is not None and a <= DISPATCH_MULTIPLE * floor:
         cause = "dispatch"
-    elif put is not None or (loop == "step" and floor is not None):
+    elif basis == "loops" or (loop == "step" and floor is not None):
         cause = "step"  # known not to be the put (or no put in the loop), nor dispatch
     else:
         cause = "unattributed"

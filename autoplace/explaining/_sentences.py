@@ -197,6 +197,13 @@ def _fixed_cause(x: FixedCost | None) -> str:
     unknown = "" if x.floor_s is not None else "; this machine's dispatch floor was not measured"
     if x.cause == "step":
         return f"launches and the loop's own work: {', and '.join(known)}{unknown}"
+    if x.loop != "step" and x.put_s is not None:  # only the put alone was timed
+        dispatch = f"; not dispatch, at {x.floors:.1f} times {floor}" if x.floor_s else unknown
+        return (
+            "not attributed: the step with the batch on the device was not timed at two batch "
+            f"sizes, and a put timed alone (a fixed {units.seconds(x.put_s)}) tells its own "
+            f"cost, not what it adds to a step it overlaps{dispatch}"
+        )
     if x.loop == "fed":
         said = ": " + known[0] if known else ""
         return (
