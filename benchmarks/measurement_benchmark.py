@@ -29,6 +29,7 @@ processes spinning beside the tunes, started and stopped here):
 From the repository root (minutes per workload; the machine otherwise idle)::
 
     python benchmarks/measurement_benchmark.py --workloads mlp --tunes 3 --conditions idle
+    python benchmarks/measurement_benchmark.py --summarize benchmarks/results/measurement-*.json
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from results_file import write_results
 from tune_runs import ROOT, run_tune
 
 import autoplace
-from autoplace.tuning import read_study
+from autoplace.tuning import MIN_WINDOWS, read_study
 
 #: The examples of issue 36, and the curved workloads: (model file, workload).
 WORKLOADS = {
@@ -211,13 +212,7 @@ def judged(tunes: Sequence[dict[str, Any]], ref: Reference) -> dict[str, Any]:
         {"near": k, "listed": k in t["equivalent"]} for t in tunes for k in near if k != t["pick"]
     ]
     picks = [{"pick": t["pick"], "behind": _behind(ref, t["pick"], top)} for t in tunes]
-    agree = [
-        a["pick"] == b["pick"] or (a["pick"] in b["equivalent"] and b["pick"] in a["equivalent"])
-        for a, b in itertools.combinations(tunes, 2)
-    ]
-    errors = [abs(r["error"]) for r in ratios]
-    off = [abs(math.log(a["ratio"])) for a in absolute if a["ratio"]]
-    quiet = [r["half_width"] for r in ratios if r["windows"] and (r["spread"] or 1) <= 0.05]
+    agree = _agree(tunes)
     return {
         "best": best,
         "within_3pct_of_best": near,
@@ -226,20 +221,79 @@ def judged(tunes: Sequence[dict[str, Any]], ref: Reference) -> dict[str, Any]:
         "listed": listed,
         "near": missed,
         "picks": picks,
-        "summary": {
-            "absolute_median_error": _off(statistics.median(off)) if off else None,
-            "absolute_worst_error": _off(max(off)) if off else None,
-            "absolute_over_10pct": _share([e > math.log(1.10) for e in off]),
-            "ratio_median_error": _off(statistics.median(errors)) if errors else None,
-            "ratio_worst_error": _off(max(errors)) if errors else None,
-            "quiet_half_width_median": statistics.median(quiet) if quiet else None,
-            "quiet_half_width_worst": max(quiet) if quiet else None,
-            "d_listed_over_10pct_behind": _share([r["behind"] > LISTED_BEHIND for r in listed]),
-            "e_near_missing": _share([not r["listed"] for r in missed]),
-            "picks_over_3pct_behind": _share([(p["behind"] or 0) > MUST_LIST for p in picks]),
-            "pairs_disagree": _share([not a for a in agree]),
-        },
+        "agree": agree,
+        "summary": summary(absolute, ratios, listed, missed, picks, agree),
     }
+
+
+def summary(
+    absolute: Sequence[dict[str, Any]],
+    ratios: Sequence[dict[str, Any]],
+    listed: Sequence[dict[str, Any]],
+    missed: Sequence[dict[str, Any]],
+    picks: Sequence[dict[str, Any]],
+    agree: Sequence[bool],
+) -> dict[str, Any]:
+    """The measures against their targets, from :func:`judged`'s lists. The ratios and
+    half-widths are given for every comparison a tune reports and apart for those resting
+    on :data:`~autoplace.tuning.MIN_WINDOWS` windows or more (``windows_*``): the search's
+    comparisons rest on a worker shared with other configurations, and are wide by design."""
+    errors = [abs(r["error"]) for r in ratios]
+    timed = [abs(r["error"]) for r in ratios if r["windows"] >= MIN_WINDOWS]
+    off = [abs(math.log(a["ratio"])) for a in absolute if a["ratio"]]
+    quiet = [r["half_width"] for r in ratios if r["windows"] and (r["spread"] or 1) <= 0.05]
+    quiet_timed = [
+        r["half_width"]
+        for r in ratios
+        if r["windows"] >= MIN_WINDOWS and (r["spread"] or 1) <= 0.05
+    ]
+    wrong = [r for r in listed if r["behind"] > LISTED_BEHIND]
+    return {
+        "absolute_median_error": _off(statistics.median(off)) if off else None,
+        "absolute_worst_error": _off(max(off)) if off else None,
+        "absolute_over_10pct": _share([e > math.log(1.10) for e in off]),
+        "ratio_median_error": _off(statistics.median(errors)) if errors else None,
+        "ratio_worst_error": _off(max(errors)) if errors else None,
+        "windows_ratio_median_error": _off(statistics.median(timed)) if timed else None,
+        "windows_ratio_worst_error": _off(max(timed)) if timed else None,
+        "windows_ratios": len(timed),
+        "quiet_half_width_median": statistics.median(quiet) if quiet else None,
+        "quiet_half_width_worst": max(quiet) if quiet else None,
+        "windows_quiet_half_width_median": (
+            statistics.median(quiet_timed) if quiet_timed else None
+        ),
+        "windows_quiet_half_width_worst": max(quiet_timed) if quiet_timed else None,
+        "windows_quiet_comparisons": len(quiet_timed),
+        "d_listed_over_10pct_behind": _share([r["behind"] > LISTED_BEHIND for r in listed]),
+        "d_listed_by": {
+            str(by): sum(1 for r in wrong if r.get("by") == by)
+            for by in dict.fromkeys(r.get("by") for r in wrong)
+        },
+        "e_near_missing": _share([not r["listed"] for r in missed]),
+        "picks_over_3pct_behind": _share([(p["behind"] or 0) > MUST_LIST for p in picks]),
+        "pairs_disagree": _share([not a for a in agree]),
+    }
+
+
+def summarize(paths: Sequence[Path]) -> None:
+    """Each stored run's summary, computed again from its rows (``--summarize``): a measure
+    added later applies to the runs before it."""
+    for path in paths:
+        doc = json.loads(path.read_text())
+        for r in doc["rows"]:
+            agree = r.get("agree")
+            if agree is None:  # runs before the pairs were kept: count them again
+                agree = _agree(r["tunes"])
+            got = summary(r["absolute"], r["ratios"], r["listed"], r["near"], r["picks"], agree)
+            print(path.name, r["workload"], r["condition"], json.dumps(got))
+
+
+def _agree(tunes: Sequence[dict[str, Any]]) -> list[bool]:
+    """For each two tunes, whether their picks agree: the same, or each in the other's list."""
+    return [
+        a["pick"] == b["pick"] or (a["pick"] in b["equivalent"] and b["pick"] in a["equivalent"])
+        for a, b in itertools.combinations(tunes, 2)
+    ]
 
 
 def _absolute(t: dict[str, Any], ref: Reference) -> list[dict[str, Any]]:
@@ -339,7 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tunes", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=1.0, help="the reference's timed s")
     parser.add_argument("--min-rounds", type=int, default=4, help="reference rounds at least")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="FILE",
+                        help="only print the summaries of stored results files, anew")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.summarize:
+        summarize(args.summarize)
+        return 0
     started, load = uptime(), os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
