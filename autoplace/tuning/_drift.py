@@ -24,6 +24,18 @@ What the model cannot explain, the residual, is how much a configuration's stand
 moves from one group to the next: the noise *between* windows, which the spread of the
 turns inside one window does not show (:class:`Effects` keeps it, with its degrees of
 freedom, and the covariance of the effects, so that a comparison gets an interval).
+
+A fresh process can land in a slower mode and keep it: on this 2-core CPU one window of
+four read the wide MLP's float16 @1024 at 12.8 k samples/s where its three others read
+18.2–20.1 k, and one read the encoder's float32 @16 at 1,659 where its three others read
+2,220–2,530 (``benchmarks/results/measurement-89bd41dbd0-20261126-{1909,1758}.json``). A
+plain loop takes the median over processes; least squares takes the mean, and such a
+window then moves the effect by a tenth and widens every interval of the fit two- to
+threefold. With ``robust_floor`` set, the windows of a key timed in
+:data:`ROBUST_FROM` windows or more are weighed by Huber's rule (iteratively reweighted
+least squares; the scale is the residuals' median absolute deviation), so that one slow
+window counts in proportion to how far it lies, not its square. With fewer windows a key's
+slow window cannot be told from its fast one, and it is fitted by least squares as before.
 """
 
 from __future__ import annotations
@@ -38,6 +50,13 @@ import numpy as np
 #: the groups link (by under a tenth of a percent for drifts of 50%), large enough to
 #: make the fit unique.
 RIDGE = 1e-3
+#: Huber's tuning constant, in units of the residuals' scale: 95% as efficient as least
+#: squares where the residuals are normal.
+HUBER_K = 1.345
+#: The windows a key must have been timed in before its slow ones are weighed down.
+ROBUST_FROM = 3
+#: Reweighting rounds of the robust fit (it settles in a few).
+ROBUST_ROUNDS = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,12 +115,19 @@ class Effects:
 
 
 def fit_effects(
-    observations: Sequence[tuple[Hashable, Hashable | None, float]], ridge: float = RIDGE
+    observations: Sequence[tuple[Hashable, Hashable | None, float]],
+    ridge: float = RIDGE,
+    *,
+    robust_floor: float | None = None,
 ) -> Effects:
     """Fit ``log score = effect(key) + drift(group)`` to ``(key, group, score)`` triples.
 
     ``group`` is shared by measurements timed together, ``None`` for one measured alone.
-    Scores that are not positive and finite are left out.
+    Scores that are not positive and finite are left out. With ``robust_floor`` (the least
+    scale of the residuals, log units), the groups of a key observed in
+    :data:`ROBUST_FROM` groups or more are weighed by Huber's rule (see the module
+    docstring); the residual is then the weighted one, and the covariance the weighted
+    fit's.
     """
     obs = [(k, g, s) for k, g, s in observations if s > 0 and math.isfinite(s)]
     keys = tuple(dict.fromkeys(k for k, _, _ in obs))
@@ -120,19 +146,41 @@ def fit_effects(
     y = np.log([s for _, _, s in obs]) if obs else np.zeros(0)
     penalty = np.zeros((p, p))
     penalty[len(keys) :, len(keys) :] = ridge * np.eye(len(group_col))
-    normal = a.T @ a + penalty
-    inverse = np.linalg.inv(normal) if p else np.zeros((0, 0))
-    fit = inverse @ a.T @ y if p else np.zeros(0)
-    residual = float(np.sum((y - a @ fit) ** 2)) if obs else 0.0
     rank = int(np.linalg.matrix_rank(a)) if obs else 0
+    weights = np.ones(len(obs))
+    inverse, fit = _solve(a, y, weights, penalty)
+    counts = {k: len(v) for k, v in seen.items()}
+    weighed = np.array([counts[k] >= ROBUST_FROM for k, _, _ in obs], dtype=bool)
+    df = len(obs) - rank
+    if robust_floor is not None and df > 0 and weighed.any():
+        for _ in range(ROBUST_ROUNDS):
+            r = np.abs(y - a @ fit)
+            scale = max(1.4826 * float(np.median(r)) * math.sqrt(len(obs) / df), robust_floor)
+            new = np.where(weighed, np.minimum(1.0, HUBER_K * scale / np.maximum(r, 1e-300)), 1.0)
+            if np.allclose(new, weights, atol=1e-6):
+                break
+            weights = new
+            inverse, fit = _solve(a, y, weights, penalty)
+    residual = float(np.sum(weights * (y - a @ fit) ** 2)) if obs else 0.0
     return Effects(
         keys=keys,
         effects=fit[: len(keys)],
         covariance=inverse[: len(keys), : len(keys)],
         residual=residual,
-        df=len(obs) - rank,
+        df=df,
         groups={k: frozenset(v) for k, v in seen.items()},
     )
+
+
+def _solve(
+    a: np.ndarray, y: np.ndarray, weights: np.ndarray, penalty: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted, penalised least-squares fit: the normal matrix's inverse and the fit."""
+    p = a.shape[1]
+    if not p:
+        return np.zeros((0, 0)), np.zeros(0)
+    inverse = np.linalg.inv(a.T @ (weights[:, None] * a) + penalty)
+    return inverse, inverse @ a.T @ (weights * y)
 
 
 def corrected_scores(

@@ -36,6 +36,7 @@ from autoplace.tuning._feeding import feeding_of, with_feeding
 from autoplace.tuning._fusing import Fusing, fusing_of
 from autoplace.tuning._margin import (
     EQUIVALENT,
+    NOISE_FLOOR,
     Comparison,
     Noise,
     Scored,
@@ -97,7 +98,11 @@ def standing(
         (Scored(figures[c], s) for c, s in estimates.items() if s is not None and accurate(c)),
         key=lambda x: -objective.key(x.score),
     )
-    windows = fit_effects(window_scores(objective, {c: ms for c, ms in kept.items()}))
+    # A finalist's slow window among three or more is weighed down (a fresh process's
+    # slower mode: see ._drift), the windows' scale never below the verdict's floor.
+    windows = fit_effects(
+        window_scores(objective, {c: ms for c, ms in kept.items()}), robust_floor=NOISE_FLOOR
+    )
     noise = pooled_noise(windows, searches) if windows.keys else None
     confirmed = [
         _confirmed(c, kept[c], windows, objective, history.feeding.get(c, ()))  # type: ignore[arg-type]
