@@ -198,7 +198,11 @@ class Comparison:
     def interval(self) -> str:
         """``95% interval 1.47–1.57, 2 windows in fresh processes``."""
         d = _digits(self.noise)
-        where = f"{self.windows} {self.basis}" if self.basis.startswith("windows") else self.basis
+        if self.basis.startswith("windows"):  # "2 windows in fresh processes", "1 window ..."
+            basis = self.basis if self.windows != 1 else self.basis.replace("windows", "window", 1)
+            where = f"{self.windows} {basis}"
+        else:
+            where = self.basis
         return f"{1 - ALPHA:.0%} interval {self.low:.{d}f}–{self.high:.{d}f}, {where}"
 
     def sentence(self, other: str) -> str:

@@ -99,7 +99,10 @@ def duel(now: Standing) -> list[Config]:
     the windows so far left them undecided and one more window could settle it
     (:func:`._margin.could_decide`) or narrow an interval wider than :data:`RESOLUTION`
     either way: "they cannot be told apart" then says so within the machine's resolution,
-    not within ±40%. None once the pick has had :data:`MAX_WINDOWS` windows, or on a busy
+    not within ±40%. A confirmed finalist the pick is ahead of (or behind) on fewer than
+    :data:`~._margin.MIN_WINDOWS` shared windows duels too (a README tune of 2026-11-26
+    20:01 ended "ahead here, not shown to hold", its finalists having changed after the
+    first window). None once the pick has had :data:`MAX_WINDOWS` windows, or on a busy
     machine (its windows' spread is the machine's, not the configurations': more of them
     would not narrow it)."""
     best = now.best
@@ -114,7 +117,19 @@ def duel(now: Standing) -> list[Config]:
         if s.confirmed
         and c.verdict == "undecided"
         and (could_decide(c, now.noise) or c.high / c.low > ((1 + RESOLUTION) / (1 - RESOLUTION)))
-    ][:DUEL_RIVALS]
-    if not undecided:
+    ]
+    # Ahead (or behind) on fewer shared windows than a real difference needs: the finalists
+    # changed between windows (the search's ranking moved), so the two met in one window
+    # alone; one more shows whether the lead holds.
+    unshown = [
+        s.config
+        for s in now.ranked[1:]
+        if s.confirmed
+        and (c := now.comparisons.get(s.config)) is not None
+        and c.verdict in ("ahead", "behind")
+        and c.windows < MIN_WINDOWS
+    ]
+    rivals = list(dict.fromkeys([*undecided, *unshown]))[:DUEL_RIVALS]
+    if not rivals:
         return []
-    return in_turn_order([best.config, *undecided], len(best.rounds))
+    return in_turn_order([best.config, *rivals], len(best.rounds))

@@ -143,6 +143,27 @@ def test_a_duel_narrows_an_interval_wider_than_the_resolution_though_it_settles_
     assert sorted(tuning.duel(now)) == sorted([now.best.config, now.closest[0].config])
 
 
+def test_a_lead_on_one_shared_window_gets_a_duel_to_show_whether_it_holds():
+    # The finalists changed after the first window: bfloat16 met float32 in one window
+    # alone (float32 at 128, in all three, links them). 25% ahead there, "ahead" but not
+    # shown to hold: one more window shows whether it does.
+    rows = {
+        (64, "bfloat16"): [(0.0080, "w1", "ok"), (0.0080, "w2", "ok")],
+        (64, "float32"): [(0.0100, "w2", "ok"), (0.0101, "w3", "ok")],
+        (128, "float32"): [(0.0210, "w1", "ok"), (0.0211, "w2", "ok"), (0.0210, "w3", "ok")],
+    }
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    assert now.best.config == config(64, "bfloat16")
+    c = now.closest[1]
+    assert (c.verdict, c.windows) == ("ahead", 1)
+    assert "1 window in fresh processes" in c.interval()
+    assert sorted(tuning.duel(now)) == sorted([config(64, "bfloat16"), config(64, "float32")])
+    # Shown in two shared windows, it is a real difference and no duel follows.
+    rows[(64, "float32")].append((0.0100, "w1", "ok"))
+    now = tuning.standing(history(SEARCH, rows), THROUGHPUT)
+    assert now.closest[1].verdict == "faster" and tuning.duel(now) == []
+
+
 def test_no_duel_once_the_pick_has_the_most_windows():
     rows = confirmed_pair(0.0100, 0.0094, 0.10)
     assert all(len(r) >= tuning.MAX_WINDOWS for r in rows.values()), "the helper gives enough"
