@@ -191,14 +191,15 @@ def _fixed_cause(x: FixedCost | None) -> str:
     if x.cause == "dispatch":
         return f"dispatch: {x.floors:.1f} times {floor}"
     put = f"not the put, which accounts for {units.seconds(x.put_s)} of it"
+    not_dispatch = None if x.floor_s is None else f"not dispatch, at {x.floors:.1f} times {floor}"
     known = [] if x.put_s is None else [put]
-    if x.floor_s is not None:
-        known.append(f"not dispatch, at {x.floors:.1f} times {floor}")
+    if not_dispatch is not None:
+        known.append(not_dispatch)
     unknown = "" if x.floor_s is not None else "; this machine's dispatch floor was not measured"
     if x.cause == "step":
         return f"launches and the loop's own work: {', and '.join(known)}{unknown}"
     if x.loop != "step" and x.put_s is not None:  # only the put alone was timed
-        dispatch = f"; not dispatch, at {x.floors:.1f} times {floor}" if x.floor_s else unknown
+        dispatch = unknown if not_dispatch is None else f"; {not_dispatch}"
         return (
             "not attributed: the step with the batch on the device was not timed at two batch "
             f"sizes, and a put timed alone (a fixed {units.seconds(x.put_s)}) tells its own "

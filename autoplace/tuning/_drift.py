@@ -30,12 +30,13 @@ four read the wide MLP's float16 @1024 at 12.8 k samples/s where its three other
 18.2–20.1 k, and one read the encoder's float32 @16 at 1,659 where its three others read
 2,220–2,530 (``benchmarks/results/measurement-89bd41dbd0-20261126-{1909,1758}.json``). A
 plain loop takes the median over processes; least squares takes the mean, and such a
-window then moves the effect by a tenth and widens every interval of the fit two- to
-threefold. With ``robust_floor`` set, the windows of a key timed in
-:data:`ROBUST_FROM` windows or more are weighed by Huber's rule (iteratively reweighted
-least squares; the scale is the residuals' median absolute deviation), so that one slow
-window counts in proportion to how far it lies, not its square. With fewer windows a key's
-slow window cannot be told from its fast one, and it is fitted by least squares as before.
+window then moves the effect by about a tenth and widens every interval of the fit about
+twofold (the wide MLP's: ±24%, against ±12-14% weighed by Huber's rule). With
+``robust_floor`` set, the windows of a key timed in :data:`ROBUST_FROM` windows or more
+are weighed by Huber's rule (iteratively reweighted least squares; the scale is the
+residuals' median absolute deviation), so that one slow window counts in proportion to
+how far it lies, not its square. With fewer windows a key's slow window cannot be told
+from its fast one, and it is fitted by least squares as before.
 """
 
 from __future__ import annotations
