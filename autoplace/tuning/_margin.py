@@ -13,7 +13,9 @@ process's allocator settles differently each time it starts. So a comparison res
   more windows, never below what the windows showed, nor a floor (:data:`NOISE_FLOOR`,
   about what a quiet machine showed minutes later in other processes): a :class:`Noise`;
 * a comparison's interval is Student's t over that noise, two-sided at ``1 - ALPHA``,
-  Bonferroni-corrected for the number of comparisons made at once;
+  Bonferroni-corrected for the number of comparisons made at once; for windows, it also
+  counts how far a ratio moves when measured again minutes later in other fresh
+  processes (:data:`REPEAT_SIGMA`), which no number of windows in one tune narrows;
 * its verdict (:class:`Comparison`): ``faster`` only when the whole interval is above 1,
   the two shared at least :data:`MIN_WINDOWS` windows and the difference has the same
   sign in every one of them; ``ahead`` when the interval is above 1 but that is not
@@ -46,6 +48,15 @@ MIN_WINDOWS = 2
 #: windows looked: minutes later, in other processes, a ratio moves by about this much
 #: on a quiet machine (benchmarks/README.md, the verdict benchmark).
 NOISE_FLOOR = 0.015
+#: How far the ratio of two configurations timed in one tune's windows moves when it is
+#: measured again minutes later, in other fresh processes, beyond what those windows'
+#: spread shows (log units, one standard deviation of the ratio): the windows of one tune
+#: share the machine's state of those minutes (what else runs, memory, clocks), so more
+#: of them never narrow this part. Added to every window comparison's standard error.
+#: From issue 36's runs of 2026-11-26 (docs/measurement.md, "Minutes later"): the "faster"
+#: claims the plain loop contradicted had intervals starting at 1.008-1.025, which this
+#: moves below 1; the claims it confirmed led by 8% or more.
+REPEAT_SIGMA = 0.03
 #: The most degrees of freedom the search's residual lends the confirmation's noise.
 PRIOR_DF = 8
 
@@ -268,15 +279,18 @@ def compare(
 ) -> Comparison:
     """How many times better ``a`` scores than ``b`` in ``fit``, with its interval and
     verdict (see the module docstring). ``per_window`` holds each key's log score per
-    window, for the rule that a difference called real holds in every shared window;
-    without it (search figures), a comparison is never ``faster`` on fewer than
+    window, for the rule that a difference called real holds in every shared window, and
+    marks a comparison of windows: its standard error then counts :data:`REPEAT_SIGMA`
+    too. Without it (search figures, whose noise is already how far they strayed from
+    the windows: :func:`search_noise`), a comparison is never ``faster`` on fewer than
     :data:`MIN_WINDOWS` shared groups either."""
     diff, factor = fit.difference(a, b)
     sign = 1.0 if objective.direction == "maximize" else -1.0
     diff *= sign
     se = noise.sigma * math.sqrt(max(factor, 0.0))
-    t = t_quantile(1 - ALPHA / (2 * max(comparisons, 1)), noise.df)
-    low, high = diff - t * se, diff + t * se
+    p = 1 - ALPHA / (2 * max(comparisons, 1))
+    half = _half_width(se, noise.df, p) if per_window is not None else t_quantile(p, noise.df) * se
+    low, high = diff - half, diff + half
     shared = fit.shared_groups(a, b)
     windows = len(shared)
     verdict: Verdict = "undecided"
@@ -303,16 +317,45 @@ def could_decide(c: Comparison, noise: Noise) -> bool:
     """Whether one more window shared by the two could settle an undecided comparison: if
     its estimate held, the interval it would then have (narrower by one window's share, and
     by Student's t over one more degree of freedom) would lie wholly on one side of 1, or
-    wholly within ``1 ± EQUIVALENT``. A duel that cannot settle anything is not run: on a
-    noisy machine it would cost a window and leave them as undecided as before."""
+    wholly within ``1 ± EQUIVALENT``. Only the windows' share of the interval narrows: the
+    part that measures how far the ratio moves minutes later (:data:`REPEAT_SIGMA`) stays.
+    A duel that cannot settle anything is not run: on a noisy machine it would cost a
+    window and leave them as undecided as before."""
     if c.windows < 1 or c.low <= 0:
         return True
     estimate = math.log(c.ratio)
-    half = (math.log(c.high) - math.log(c.low)) / 2
-    narrower = math.sqrt(c.windows / (c.windows + 1))
-    narrower *= t_quantile(1 - ALPHA / 2, noise.df + 1) / t_quantile(1 - ALPHA / 2, noise.df)
-    after = half * narrower
+    p = 1 - ALPHA / 2
+    own = _own_se((math.log(c.high) - math.log(c.low)) / 2, noise.df, p)
+    after = _half_width(own * math.sqrt(c.windows / (c.windows + 1)), noise.df + 1, p)
     return abs(estimate) > after or abs(estimate) + after <= math.log1p(EQUIVALENT)
+
+
+def windows_share(c: Comparison, noise: Noise) -> float:
+    """The half-width (log units) a window comparison's interval would have without its
+    :data:`REPEAT_SIGMA` part: what more windows can narrow."""
+    p = 1 - ALPHA / 2
+    return t_quantile(p, noise.df) * _own_se((math.log(c.high) - math.log(c.low)) / 2, noise.df, p)
+
+
+def _half_width(own: float, df: float, p: float) -> float:
+    """The half-width (log units) of a window comparison's interval at level ``p``: the
+    windows' own part (Student's t over their ``df`` degrees of freedom times their
+    standard error ``own``) and the minutes-later part (the normal quantile times
+    :data:`REPEAT_SIGMA`, known rather than estimated), added in quadrature."""
+    return math.hypot(t_quantile(p, df) * own, _normal_quantile(p) * REPEAT_SIGMA)
+
+
+def _own_se(half: float, df: float, p: float) -> float:
+    """The windows' own standard error behind an interval of half-width ``half``
+    (:func:`_half_width` inverted; 0 where the minutes-later part alone is that wide)."""
+    repeat = _normal_quantile(p) * REPEAT_SIGMA
+    return math.sqrt(max(half * half - repeat * repeat, 0.0)) / t_quantile(p, df)
+
+
+def _normal_quantile(p: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(p))
 
 
 def _signs(

@@ -10,12 +10,13 @@ more (:func:`duel`), up to :data:`MAX_WINDOWS`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._margin import MIN_WINDOWS, Scored, could_decide
+from autoplace.tuning._margin import MIN_WINDOWS, Scored, could_decide, windows_share
 from autoplace.tuning._standing import CONFIRM_REACH, Standing
 
 
@@ -91,20 +92,22 @@ MAX_WINDOWS = 4
 #: quiet machine: a plain loop's figures spread by 3-8% across fresh processes there
 #: (issue 36), so two configurations' ratio is known to about this much at best.
 RESOLUTION = 0.10
+_RESOLUTION_LOG = math.log((1 + RESOLUTION) / (1 - RESOLUTION)) / 2
 
 
 def duel(now: Standing) -> list[Config]:
     """The pick and the confirmed finalists it could not be told apart from (closest first,
     at most :data:`DUEL_RIVALS` of them), to be timed in one more, longer window, while
     the windows so far left them undecided and one more window could settle it
-    (:func:`._margin.could_decide`) or narrow an interval wider than :data:`RESOLUTION`
-    either way: "they cannot be told apart" then says so within the machine's resolution,
-    not within ±40%. A confirmed finalist the pick is ahead of (or behind) on fewer than
-    :data:`~._margin.MIN_WINDOWS` shared windows duels too (a README tune of 2026-11-26
-    20:01 ended "ahead here, not shown to hold", its finalists having changed after the
-    first window). None once the pick has had :data:`MAX_WINDOWS` windows, or on a busy
-    machine (its windows' spread is the machine's, not the configurations': more of them
-    would not narrow it)."""
+    (:func:`._margin.could_decide`) or narrow an interval whose windows' share
+    (:func:`._margin.windows_share`: all but the minutes-later part) is wider than
+    :data:`RESOLUTION` either way: "they cannot be told apart" then says so within the
+    machine's resolution, not within ±40%. A confirmed finalist the pick is ahead of (or
+    behind) on fewer than :data:`~._margin.MIN_WINDOWS` shared windows duels too (a README
+    tune of 2026-11-26 20:01 ended "ahead here, not shown to hold", its finalists having
+    changed after the first window). None once the pick has had :data:`MAX_WINDOWS`
+    windows, or on a busy machine (its windows' spread is the machine's, not the
+    configurations': more of them would not narrow it)."""
     best = now.best
     if best is None or not best.confirmed or len(best.rounds) >= MAX_WINDOWS:
         return []
@@ -116,7 +119,7 @@ def duel(now: Standing) -> list[Config]:
         for s, c in now.equivalent
         if s.confirmed
         and c.verdict == "undecided"
-        and (could_decide(c, now.noise) or c.high / c.low > ((1 + RESOLUTION) / (1 - RESOLUTION)))
+        and (could_decide(c, now.noise) or windows_share(c, now.noise) > _RESOLUTION_LOG)
     ]
     # Ahead (or behind) on fewer shared windows than a real difference needs: the finalists
     # changed between windows (the search's ranking moved), so the two met in one window

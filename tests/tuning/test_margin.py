@@ -9,7 +9,7 @@ import pytest
 
 import autoplace
 from autoplace import tuning
-from autoplace.tuning._margin import NOISE_FLOOR
+from autoplace.tuning._margin import NOISE_FLOOR, REPEAT_SIGMA, t_quantile, windows_share
 
 THROUGHPUT = autoplace.make_objective("throughput")
 LATENCY = autoplace.make_objective("latency")
@@ -56,8 +56,17 @@ def test_a_lead_that_reverses_in_a_window_is_not_called_real():
 def test_equal_only_when_the_whole_interval_lies_within_two_percent():
     # (the noise floor of 1.5% a window takes about ten windows to narrow that far)
     tight = {"a": [100.2, 100.1, 100.3, 100.2, 100.1] * 2, "b": [100.0] * 10}
-    found = compare(tight)
+    fit, _ = windows(tight)
+    noise = tuning.pooled_noise(fit, None)
+    found = tuning.compare(THROUGHPUT, fit, noise, "a", "b")  # no windows: search figures
     assert found.verdict == "equal" and found.high <= 1.02 and found.low >= 1 / 1.02
+    # as windows, however many and however steady, one tune cannot show that: a ratio
+    # moves by more than 2% minutes later in other processes (REPEAT_SIGMA)
+    found = compare(tight)
+    assert found.verdict == "undecided" and found.low < 1 / 1.02 and found.high > 1.02
+    own = t_quantile(0.975, noise.df) * NOISE_FLOOR * math.sqrt(0.2)  # 10 windows each
+    half = math.hypot(own, 1.959964 * REPEAT_SIGMA)
+    assert math.log(found.high) == pytest.approx(math.log(found.ratio) + half, rel=1e-6)
     # the same estimate, with the spread between windows of a busy machine: not told apart
     loose = {"a": [100, 108, 93, 104, 96], "b": [100, 100, 100, 100, 100]}
     assert compare(loose).verdict == "undecided"
@@ -66,7 +75,13 @@ def test_equal_only_when_the_whole_interval_lies_within_two_percent():
 def test_the_noise_counts_the_spread_between_windows_not_only_the_turns():
     quiet = compare({"a": [110, 110.2, 109.9] * 2, "b": [100, 100.1, 99.9] * 2})
     moving = compare({"a": [110, 121, 101] * 2, "b": [100, 100, 100] * 2})
-    assert moving.noise > 2.5 * quiet.noise
+    assert moving.noise > 1.4 * quiet.noise
+    # what the windows show apart from the minutes-later part, which both share
+    fit, _ = windows({"a": [110, 110.2, 109.9] * 2, "b": [100, 100.1, 99.9] * 2})
+    moving_fit, _ = windows({"a": [110, 121, 101] * 2, "b": [100, 100, 100] * 2})
+    assert windows_share(moving, tuning.pooled_noise(moving_fit, None)) > 2.5 * windows_share(
+        quiet, tuning.pooled_noise(fit, None)
+    )
 
 
 def test_the_noise_never_falls_below_the_floor():
@@ -116,12 +131,13 @@ def test_a_comparison_reads_as_a_ratio_with_its_interval():
 
 def test_a_duel_runs_only_where_one_more_window_could_settle_it():
     noise = tuning.Noise(0.05, 6.0)
-    # 8% ahead, interval 0.99-1.18 over two windows: one more could narrow it past 1
-    near = tuning.Comparison(1.08, 0.99, 1.18, "undecided", 2, "windows in fresh processes")
+    # 10% ahead, interval 0.99-1.22 over two windows: one more could narrow it past 1
+    near = tuning.Comparison(1.10, 0.99, 1.22, "undecided", 2, "windows in fresh processes")
     assert tuning.could_decide(near, noise)
     # 1% ahead, interval 0.80-1.25: no window could settle it, either way
     hopeless = tuning.Comparison(1.01, 0.80, 1.25, "undecided", 2, "windows in fresh processes")
     assert not tuning.could_decide(hopeless, noise)
-    # nearly equal and narrow: one more window could show them equal within 2%
-    equalish = tuning.Comparison(1.002, 0.985, 1.02, "undecided", 3, "windows in fresh processes")
-    assert tuning.could_decide(equalish, noise)
+    # nearly equal, the windows' share of the interval nil: no window could show them equal
+    # within 2%, nor apart (the minutes-later part stays)
+    equalish = tuning.Comparison(1.002, 0.93, 1.08, "undecided", 3, "windows in fresh processes")
+    assert not tuning.could_decide(equalish, noise)
