@@ -13,9 +13,18 @@ compile, its timed loops' seconds, its worker's start-up and its wall time):
 * ``other``: the tune's wall time less all of those (imports, the study's storage, the
   set-up of each measurement: builds, batches, first calls, the float32 comparison).
 
+And by what each process spends (issue 38), per phase: the calls' wall time (a call
+timing several configurations together counts once), and inside it the workers' start,
+the builds (the workload function, the host batches), tracing and lowering, compiling
+(not counted where a cache or the shelf served it), the first call, the float32
+comparison, the timed loops, and ``rest``: the calls' wall less those (loading a compile
+from the shelf or the cache, the worker's round trips, memory). Parts of processes set up
+side by side overlap, so ``rest`` can be negative.
+
 Run from the repository root:
 
     python benchmarks/tune_costs.py --workloads mlp --trees HEAD,b7b2dfe --tunes 3
+    python benchmarks/tune_costs.py --workloads studies/nnx_encoder.py:encoder --tunes 2
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +46,7 @@ from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 import autoplace
 
 PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "fuse", "other")
+SPENT = ("wall", "start", "build", "trace", "compile", "first call", "float32", "timing", "rest")
 
 
 def costs(db: Path) -> dict[str, float]:
@@ -78,6 +88,53 @@ def costs(db: Path) -> dict[str, float]:
     return out
 
 
+def _trials(db: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Every trial of the study at ``db`` that holds a measurement, with it."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db}")
+    for summary in storage.get_all_studies():
+        for t in optuna.load_study(study_name=summary.study_name, storage=storage).trials:
+            m = t.system_attrs.get("autoplace:measurement") or t.user_attrs.get("measurement")
+            if m:
+                yield t, m
+
+
+def spent(db: Path) -> dict[str, dict[str, float]]:
+    """Seconds by phase and by what a process spends on them (the module docstring), and
+    under ``search by batch`` the search's wall seconds by batch size."""
+    out: dict[str, dict[str, float]] = {}
+    by_batch: dict[str, float] = {}
+    started: set[str] = set()  # the shared worker's calls, whose start each trial repeats
+    for t, m in _trials(db):
+        phase = t.user_attrs.get("phase", "search")
+        row = out.setdefault(phase, dict.fromkeys(SPENT, 0.0))
+        served = m.get("compile_cached") or m.get("compile_cache") == "hit"
+        call = m.get("interleave_id") or f"alone-{t.number}"
+        shared_again = not m.get("fresh_process") and call in started
+        started.add(call)
+        parts = {
+            "wall": m.get("wall_s") or 0.0,
+            "start": 0.0 if shared_again else m.get("worker_start_s") or 0.0,
+            "build": (0.0 if m.get("build_cached") else m.get("build_s") or 0.0)
+            + (m.get("batch_s") or 0.0),
+            "trace": 0.0 if m.get("compile_cached") else m.get("lower_s") or 0.0,
+            "compile": 0.0 if served else m.get("compile_s") or 0.0,
+            "first call": m.get("first_call_s") or 0.0,
+            "float32": m.get("reference_s") or 0.0,
+            "timing": m.get("timing_s") or 0.0,
+        }
+        for k, v in parts.items():
+            row[k] += v
+        row["rest"] += parts["wall"] - sum(v for k, v in parts.items() if k != "wall")
+        if phase == "search":
+            key = str(m.get("batch_size"))
+            by_batch[key] = by_batch.get(key, 0.0) + parts["wall"]
+    out["search by batch"] = dict(sorted(by_batch.items(), key=lambda kv: int(kv[0])))
+    return out
+
+
 def measured(db: Path) -> dict[str, int]:
     """How many trials the study holds, and how many configurations its search measured."""
     import optuna
@@ -99,7 +156,13 @@ def tune_costs(code: Path | None, model: str, workload: str, folder: Path, tag: 
         return {"tag": tag, "wall_s": run.wall_s, "error": run.error[-400:]}
     parts = costs(run.db)
     parts["other"] = run.wall_s - sum(parts.values())
-    return {"tag": tag, "wall_s": run.wall_s, "parts": parts, "measured": measured(run.db)}
+    return {
+        "tag": tag,
+        "wall_s": run.wall_s,
+        "parts": parts,
+        "spent": spent(run.db),
+        "measured": measured(run.db),
+    }
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -107,17 +170,21 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         codes = {rev: stack.enter_context(code_tree(rev)) for rev in args.trees}
         for name in args.workloads:
-            model, workload = WORKLOADS[name]
+            model, workload = WORKLOADS[name] if name in WORKLOADS else name.rsplit(":", 1)
+            label = name if name in WORKLOADS else f"{Path(model).stem}.{workload}"
             found: dict[str, list[dict]] = {rev: [] for rev in args.trees}
             for n in range(args.tunes):
                 order = list(args.trees) if n % 2 == 0 else list(reversed(args.trees))
                 for rev in order:
-                    tag = f"{name}-{rev}-{n}"
+                    tag = f"{label}-{rev}-{n}"
                     run = tune_costs(codes[rev], model, workload, Path(tmp), tag)
                     found[rev].append(run)
                     print(f"{tag}: {run['wall_s']:.1f} s {run.get('measured')} "
                           f"{ {k: round(v, 1) for k, v in run.get('parts', {}).items()} }",
                           flush=True)  # fmt: skip
+                    for phase, row in run.get("spent", {}).items():
+                        print(f"    {phase:16} " + " ".join(
+                            f"{k} {v:.1f}" for k, v in row.items()), flush=True)  # fmt: skip
             rows.append({"workload": name, "tunes": found, "median": {
                 rev: {part: statistics.median(r["parts"][part] for r in runs if "parts" in r)
                       for part in (*PARTS, "wall_s") if part != "wall_s"}
