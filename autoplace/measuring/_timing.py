@@ -123,6 +123,7 @@ def time_interleaved(
         )
 
     previous_s = 0.0  # the seconds of the turn just taken, whichever loop's
+    turn_s = [0.0 for _ in run_chunks]  # each loop's latest timed chunk, in seconds
     while not enough(len(samples[0])):
         if on_turn is not None:
             on_turn(len(samples[0]))
@@ -141,9 +142,11 @@ def time_interleaved(
             previous_s = run(untimed) if untimed else 0.0
             seconds = run(k)
             previous_s += seconds
+            turn_s[i] = seconds
             taken.append(seconds / k)
         if settings.stop_behind is not None and batch_sizes is not None:
             stopped |= behind(samples, batch_sizes, settings.stop_behind) - {0}
+            stopped |= far_behind(samples, batch_sizes, turn_s) - {0}
             if len(stopped) == len(samples) - 1:
                 break  # the reference alone: nothing left to compare it with
     return samples
@@ -181,6 +184,33 @@ def behind(
         if len(taken) < STOP_AFTER_TURNS or len(taken) > len(reference):
             continue
         if all(t / batch_sizes[i] > factor * r for t, r in zip(taken, reference, strict=False)):
+            out.add(i)
+    return out
+
+
+#: A loop whose timed chunk takes :data:`LONG_TURN_S` or more, and that ran more than this
+#: many times the reference's time per sample in every turn so far, stops after its first
+#: turn. Such a loop is a large batch's, far behind: on the held-out encoder, batch 4096's
+#: step took 5.4 s at 2.5 times batch 16's time per sample, and its three turns of the
+#: search (with the settling each long turn imposes on the next loop) cost 18 s of a 100 s
+#: tune (issue 38). A chunk that long averages over a burst of other processes' load (0.5-1
+#: s at 2x on this 2-core CPU) rather than being it, and a loop within the verdict's reach
+#: (``tuning.CONFIRM_REACH``, 20%) would have to read 1.7 times slower than it runs.
+FAR_BEHIND = 2.0
+
+
+def far_behind(
+    samples: Sequence[Sequence[float]], batch_sizes: Sequence[int], turn_s: Sequence[float]
+) -> set[int]:
+    """The loops far behind the first (the reference), each chunk long: their latest chunk
+    took ``turn_s`` of :data:`LONG_TURN_S` or more, and every turn so far more than
+    :data:`FAR_BEHIND` times the reference's time per sample in that turn."""
+    reference = [t / batch_sizes[0] for t in samples[0]]
+    out = set()
+    for i, taken in enumerate(samples[1:], start=1):
+        if not taken or len(taken) > len(reference) or turn_s[i] < LONG_TURN_S:
+            continue
+        if all(t / batch_sizes[i] > FAR_BEHIND * r for t, r in zip(taken, reference, strict=False)):
             out.add(i)
     return out
 

@@ -6,10 +6,13 @@ import pytest
 
 from autoplace import MeasureSettings
 from autoplace.measuring._timing import (
+    FAR_BEHIND,
+    LONG_TURN_S,
     SETTLE_AFTER_MAX_S,
     SETTLE_SHARE,
     STOP_AFTER_TURNS,
     behind,
+    far_behind,
     time_interleaved,
 )
 
@@ -45,6 +48,42 @@ def test_a_loop_clearly_behind_stops_being_timed_and_the_others_go_on():
     # the others until their ratios settle (at once, here: no noise), as without it
     assert len(samples[0]) == len(samples[2]) == settings.min_samples
     assert samples[1][0] == pytest.approx(3e-3)
+
+
+def test_a_long_loop_far_behind_from_its_first_turn_is_far_behind():
+    reference = [1e-3, 1.2e-3]  # seconds per step at batch 8
+    far = [0.8, 0.9]  # batch 256: 3.1 ms a sample against 0.13-0.15 ms
+    long_turns = [0.0, 0.8, 0.8]
+    assert far_behind([reference[:1], far[:1]], [8, 256], long_turns) == {1}
+    assert far_behind([reference, far], [8, 256], long_turns) == {1}
+    # within FAR_BEHIND per sample, however long its turn: left to the four-turn rule
+    near = [1.9 * 32 * t for t in reference]  # batch 256 at 1.9x the time per sample
+    assert far_behind([reference, near], [8, 256], long_turns) == set()
+    # far behind, but a turn shorter than LONG_TURN_S: a burst could be the whole of it
+    assert far_behind([reference, [5e-3, 5e-3]], [8, 8], [0.0, LONG_TURN_S / 2]) == set()
+    # one turn where it was not that far behind: not
+    assert far_behind([reference, [0.8, 0.02]], [8, 256], long_turns) == set()
+    assert FAR_BEHIND == 2.0
+
+
+def test_a_long_loop_far_behind_stops_after_one_turn_and_the_others_go_on():
+    calls: list[int] = []
+
+    def big(k: int) -> float:
+        calls.append(k)
+        return k * 0.8
+
+    settings = MeasureSettings(min_samples=4, max_samples=6, target_spread=0.0, settle_s=0.0,
+                               stop_behind=1.25)  # fmt: skip
+    samples = time_interleaved([_loop(1e-3), big, _loop(1.1e-3)], [1e-3, 0.8, 1.1e-3],
+                               settings, 5.0, batch_sizes=[8, 256, 8])  # fmt: skip
+    assert len(samples[1]) == 1 and calls == [1]  # one 0.8 s step, 3.1 ms a sample: stopped
+    assert len(samples[0]) == len(samples[2]) == settings.min_samples
+    # without the search's rule, it is timed as long as the others
+    calls.clear()
+    plain = MeasureSettings(min_samples=4, max_samples=6, target_spread=0.0, settle_s=0.0)
+    samples = time_interleaved([_loop(1e-3), big], [1e-3, 0.8], plain, 5.0, batch_sizes=[8, 256])
+    assert len(samples[1]) == plain.min_samples
 
 
 def test_without_a_rule_or_batch_sizes_no_loop_stops():
