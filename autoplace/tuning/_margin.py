@@ -53,9 +53,9 @@ NOISE_FLOOR = 0.015
 #: spread shows (log units, one standard deviation of the ratio): the windows of one tune
 #: share the machine's state of those minutes (what else runs, memory, clocks), so more
 #: of them never narrow this part. Added to every window comparison's standard error.
-#: From issue 36's runs of 2026-11-26 (docs/measurement.md, "Minutes later"): the "faster"
-#: claims the plain loop contradicted had intervals starting at 1.008-1.025, which this
-#: moves below 1; the claims it confirmed led by 8% or more.
+#: From issue 36's runs of 2026-11-26 (docs/measurement.md, "Minutes later"): the six
+#: "faster" claims of 42 the plain loop contradicted had intervals starting at
+#: 1.008-1.025; with this part, five of them hold 1.
 REPEAT_SIGMA = 0.03
 #: The most degrees of freedom the search's residual lends the confirmation's noise.
 PRIOR_DF = 8
