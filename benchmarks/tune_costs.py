@@ -52,29 +52,20 @@ SPENT = ("wall", "start", "build", "trace", "compile", "first call", "float32", 
 def costs(db: Path) -> dict[str, float]:
     """Seconds by part, from a study's trials (see the module docstring). A confirmation's
     window where every configuration already had two windows is a duel's."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.RDBStorage(f"sqlite:///{db}")
     out = dict.fromkeys(PARTS[:-1], 0.0)
     windows: dict[str, dict[str, Any]] = {}
-    for summary in storage.get_all_studies():
-        study = optuna.load_study(study_name=summary.study_name, storage=storage)
-        for t in study.trials:
-            m = t.system_attrs.get("autoplace:measurement") or t.user_attrs.get("measurement")
-            if not m:
-                continue
-            if not m.get("compile_cached"):
-                out["compile"] += (m.get("compile_s") or 0.0) + (m.get("lower_s") or 0.0)
-            window = m.get("interleave_id") or f"alone-{t.number}"
-            group = windows.setdefault(
-                window,
-                {"phase": t.user_attrs.get("phase", "search"), "first": t.number, "start": 0.0,
-                 "timing": 0.0, "configs": set()},
-            )  # fmt: skip
-            group["configs"].add(t.user_attrs.get("config"))
-            group["timing"] += m.get("timing_s") or 0.0
-            group["start"] = max(group["start"], m.get("worker_start_s") or 0.0)
+    for t, m in _trials(db):
+        if not m.get("compile_cached"):
+            out["compile"] += (m.get("compile_s") or 0.0) + (m.get("lower_s") or 0.0)
+        window = m.get("interleave_id") or f"alone-{t.number}"
+        group = windows.setdefault(
+            window,
+            {"phase": t.user_attrs.get("phase", "search"), "first": t.number, "start": 0.0,
+             "timing": 0.0, "configs": set()},
+        )  # fmt: skip
+        group["configs"].add(t.user_attrs.get("config"))
+        group["timing"] += m.get("timing_s") or 0.0
+        group["start"] = max(group["start"], m.get("worker_start_s") or 0.0)
     seen: dict[str, int] = {}
     for group in sorted(windows.values(), key=lambda g: g["first"]):
         out["start-up"] += group["start"]

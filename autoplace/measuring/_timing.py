@@ -145,11 +145,21 @@ def time_interleaved(
             turn_s[i] = seconds
             taken.append(seconds / k)
         if settings.stop_behind is not None and batch_sizes is not None:
-            stopped |= behind(samples, batch_sizes, settings.stop_behind) - {0}
-            stopped |= far_behind(samples, batch_sizes, turn_s) - {0}
+            stopped |= _stops(samples, batch_sizes, settings.stop_behind, turn_s)
             if len(stopped) == len(samples) - 1:
                 break  # the reference alone: nothing left to compare it with
     return samples
+
+
+def _stops(
+    samples: Sequence[Sequence[float]],
+    batch_sizes: Sequence[int],
+    factor: float,
+    turn_s: Sequence[float],
+) -> set[int]:
+    """The loops to time no further after this turn: clearly behind the reference
+    (:func:`behind`), or long and far behind it (:func:`far_behind`); never the reference."""
+    return (behind(samples, batch_sizes, factor) | far_behind(samples, batch_sizes, turn_s)) - {0}
 
 
 #: A loop taking its turn after another's that lasted :data:`LONG_TURN_S` or more settles
@@ -173,15 +183,18 @@ STOP_AFTER_TURNS = 4
 
 
 def behind(
-    samples: Sequence[Sequence[float]], batch_sizes: Sequence[int], factor: float
+    samples: Sequence[Sequence[float]],
+    batch_sizes: Sequence[int],
+    factor: float,
+    turns: int = STOP_AFTER_TURNS,
 ) -> set[int]:
-    """The loops clearly behind the first (the reference): timed :data:`STOP_AFTER_TURNS`
-    turns at least, and in every turn more than ``factor`` times the reference's time per
-    sample in that turn (turn by turn, so drift cancels)."""
+    """The loops clearly behind the first (the reference): timed ``turns`` turns at least
+    (:data:`STOP_AFTER_TURNS`), and in every turn more than ``factor`` times the
+    reference's time per sample in that turn (turn by turn, so drift cancels)."""
     reference = [t / batch_sizes[0] for t in samples[0]]
     out = set()
     for i, taken in enumerate(samples[1:], start=1):
-        if len(taken) < STOP_AFTER_TURNS or len(taken) > len(reference):
+        if len(taken) < turns or len(taken) > len(reference):
             continue
         if all(t / batch_sizes[i] > factor * r for t, r in zip(taken, reference, strict=False)):
             out.add(i)
@@ -205,14 +218,8 @@ def far_behind(
     """The loops far behind the first (the reference), each chunk long: their latest chunk
     took ``turn_s`` of :data:`LONG_TURN_S` or more, and every turn so far more than
     :data:`FAR_BEHIND` times the reference's time per sample in that turn."""
-    reference = [t / batch_sizes[0] for t in samples[0]]
-    out = set()
-    for i, taken in enumerate(samples[1:], start=1):
-        if not taken or len(taken) > len(reference) or turn_s[i] < LONG_TURN_S:
-            continue
-        if all(t / batch_sizes[i] > FAR_BEHIND * r for t, r in zip(taken, reference, strict=False)):
-            out.add(i)
-    return out
+    far = behind(samples, batch_sizes, FAR_BEHIND, turns=1)
+    return {i for i in far if turn_s[i] >= LONG_TURN_S}
 
 
 def _chunk_sizes(per_step: float, settings: MeasureSettings, alone: bool) -> tuple[int, int]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -353,9 +354,7 @@ def _own_se(half: float, df: float, p: float) -> float:
 
 
 def _normal_quantile(p: float) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri(p))
+    return statistics.NormalDist().inv_cdf(p)
 
 
 def _signs(
