@@ -19,6 +19,9 @@ runs the steps in order and returns the first non-empty group (at most
    of the range, ends the arm).
 2. :func:`cover` (explores): measure the leader every second batch step (x4) across
    the whole range, and at both ends, smallest batches first (they are the cheapest).
+   Not above a largest measured batch where the arm has fallen away (it trails the best by
+   more than ``drop`` and beats the batch below it by no more than ``reach``:
+   :meth:`View.falls_away`).
    For throughput, below the screen the smallest batch and the one midway come first:
    with them, the screen and the batches above, the arm's cost line is tested at both
    ends and in the middle, and any other batch inside is measured only where no line
@@ -88,7 +91,9 @@ class Climb:
         gap: a batch between two of the cover's is measured when the better of the two
             scores within this of the best: a narrow peak could hide there.
         drop: an arm the leader beats by more than this at every batch both have
-            measured is not tried at the leader's anchor (0.5: at 1.5 times the speed).
+            measured is not tried at the leader's anchor (0.5: at 1.5 times the speed);
+            nor is the leader covered above a largest batch it trails by more than this,
+            where that batch beats the one below it by no more than ``reach``.
     """
 
     start_batch: int | None = None
@@ -141,7 +146,8 @@ def screen(view: View) -> Group:
 def cover(view: View, leader: Leader) -> Group:
     """Measure the exploring leader every second batch step across the whole range (counted
     from the start batch), and at the smallest and largest batch, smallest first; past its
-    largest measured batch one at a time, so that none is tried above an unknown failure.
+    largest measured batch one at a time, so that none is tried above an unknown failure,
+    and none above one where the arm falls away (:meth:`View.falls_away`).
     For throughput, below what it measured, first its smallest batch and the one midway
     (in batch steps), then only the batches its cost line leaves a chance
     (:meth:`View.could_reach`)."""
@@ -152,6 +158,8 @@ def cover(view: View, leader: Leader) -> Group:
     known = max(view.table[arm])
     below = [i for i in sorted(coarse) if i <= known and view.free(arm, i)]
     above = [i for i in sorted(coarse) if i > known and view.free(arm, i)][:1]
+    if view.falls_away(arm, leader.score):
+        above = []  # the costliest batches, past a fall that already rules them out
     if below and _framing(view, leader):
         # The line's low end and its middle first: they decide what lies between.
         middle = min(below, key=lambda i: abs(i - (below[0] + min(view.table[arm])) / 2))

@@ -249,3 +249,31 @@ def test_an_arm_of_a_wider_precision_is_tried_a_batch_below_where_its_cliff_come
     scores = drive(Climb(), space, throughput(), curve)
     best = max(scores, key=lambda c: scores[c])
     assert (best.precision, best.batch_size) == ("float32", 32)
+
+
+def test_climb_goes_no_higher_where_the_leader_falls_away():
+    # The held-out encoder's curve (samples/s, issue 38): a peak at batch 32, then caches
+    # outgrown. Past 1024, no higher than 256 and a third of the best, batch 4096 (a step
+    # of 3.5 s there) could not matter, and is not measured.
+    curve = shape({1: 213, 4: 1111, 8: 1351, 16: 1920, 32: 2600, 64: 1150, 256: 1333,
+                   1024: 893, 4096: 800})  # fmt: skip
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    assert max(scores, key=lambda c: scores[c]).batch_size == 32
+    assert max(c.batch_size for c in scores) == 1024
+
+
+@pytest.mark.parametrize(
+    ("top", "measured"),
+    [
+        (0.30, False),  # a third of the best, and falling: no higher
+        (0.52, False),  # half the best, flat: no higher
+        (0.58, True),  # rising again by more than the reach: a second peak may follow
+        (0.70, True),
+    ],
+)
+def test_climb_covers_past_a_fall_only_where_it_could_recover(top, measured):
+    curve = shape({1: 0.2, 4: 0.6, 16: 1.0, 64: 0.8, 256: 0.5, 1024: top, 4096: 1.2})
+    space = Space(("cpu:0",), BATCHES, ("float32",), (None,))
+    scores = drive(Climb(), space, throughput(), curve)
+    assert (Config("cpu:0", 4096, "float32", None) in scores) is measured
