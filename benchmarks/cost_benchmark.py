@@ -19,6 +19,9 @@ on every workload whose sweep takes 60 s or more, median at most 25%; the README
 within 15 s), and the regrets (median at most 1%, the worst 3%). From the repository root::
 
     python benchmarks/cost_benchmark.py --workloads resnet_bn,gnn,mlp,vgg,encoder --tunes 2
+
+``--sweeps results/cost-….json`` reuses an earlier run's plain sweeps (they time the plain
+loop only, not autoplace's code), so changed code is judged in the tunes' minutes alone.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 import remeasure
 import tomllib
 from results_file import write_results
-from tune_costs import costs
+from tune_costs import costs, spent
 from tune_runs import ROOT, run_tune
 
 import autoplace
@@ -106,10 +109,27 @@ def regret(model: str, workload: str, pick: str, best: str, rounds: int) -> dict
             "rounds": rounds}  # fmt: skip
 
 
-def bench(name: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+def earlier_sweeps(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The plain sweeps of an earlier run's results file, by workload (none: ``{}``). A
+    sweep times the plain loop only, so it does not depend on autoplace's code: a later run
+    of changed code can compare its tunes with it. The machine's state is another matter,
+    so each regret is still measured anew, beside the sweep's best."""
+    if path is None:
+        return {}
+    rows = json.loads(path.read_text())["rows"]
+    return {r["workload"]: r["sweep"] | {"from": path.name} for r in rows}
+
+
+def bench(
+    name: str, args: argparse.Namespace, folder: Path, sweeps: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     model, workload = WORKLOADS[name]
-    print(f"{name}: plain sweep ({uptime()})", flush=True)
-    sweep = plain_sweep(model, workload, args.sweep_rounds, args.sweep_seconds)
+    if name in sweeps:
+        sweep = sweeps[name]
+        print(f"{name}: the plain sweep of {sweep['from']}", flush=True)
+    else:
+        print(f"{name}: plain sweep ({uptime()})", flush=True)
+        sweep = plain_sweep(model, workload, args.sweep_rounds, args.sweep_seconds)
     print(f"{name}: sweep of {sweep['configurations']} cost {sweep['cost_s']:.0f} s, best "
           f"{sweep['best']}", flush=True)  # fmt: skip
     tunes = []
@@ -118,7 +138,7 @@ def bench(name: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         row: dict[str, Any] = {"wall_s": done.wall_s, "uptime": uptime()}
         if done.error is None:
             rec = tomllib.loads(done.out.read_text())["recommendation"]
-            row |= {"pick": key(rec), "phases": costs(done.db)}
+            row |= {"pick": key(rec), "phases": costs(done.db), "spent": spent(done.db)}
             if sweep["best"]:
                 row |= regret(model, workload, row["pick"], sweep["best"], args.rounds)
         else:
@@ -152,10 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-rounds", type=int, default=5)
     parser.add_argument("--sweep-seconds", type=float, default=0.15)
     parser.add_argument("--rounds", type=int, default=5, help="rounds a regret is judged in")
+    parser.add_argument(
+        "--sweeps", type=Path, default=None, help="an earlier run's results file: its sweeps"
+    )
     args = parser.parse_args(argv)
+    sweeps = earlier_sweeps(args.sweeps)
     started, load = uptime(), os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [bench(name, args, Path(tmp)) for name in args.workloads]
+        rows = [bench(name, args, Path(tmp), sweeps) for name in args.workloads]
     body = {"rows": rows, "summary": summary(rows), "uptime": {"start": started, "end": uptime()},
             "load_at_start": load}  # fmt: skip
     with autoplace.SubprocessBackend() as backend:
