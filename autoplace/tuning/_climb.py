@@ -46,7 +46,8 @@ runs the steps in order and returns the first non-empty group (at most
    with a larger fixed cost per step (an accelerator's launch) loses at small batches
    and can win at large ones (the seeds' GPU slower than the CPU on a tiny model).
 6. :func:`refine`: measure one step either side of the best batch of every other
-   arm within ``reach`` of the leader. One that overtakes the leader leads.
+   arm within ``reach`` of the leader, or within ``edge`` where that batch is the last it
+   measured on one side. One that overtakes the leader leads.
 7. :func:`lines`: every arm still measured at one batch size gets a second, its
    neighbour below (else above), so that each arm of each device has a line before the
    search ends.
@@ -88,6 +89,10 @@ class Climb:
             the smallest batch within it of the best).
         reach: a peak (of the leader), or an arm, further than this behind the best
             is not refined: the noise rules it out.
+        edge: an arm whose best is the last of the batches it measured on one side (its
+            peak may lie past them) is refined while within this of the leader's best: the
+            VGG's float32 peaks at batch 4 where float16, leading, peaks at 32, and rose
+            to batch 8, the end of what it measured, 12-16% behind (issue 38).
         gap: a batch between two of the cover's is measured when the better of the two
             scores within this of the best: a narrow peak could hide there.
         drop: an arm the leader beats by more than this at every batch both have
@@ -99,6 +104,7 @@ class Climb:
     start_batch: int | None = None
     noise: float = 0.05
     reach: float = 0.10
+    edge: float = 0.20
     gap: float = 1 / 3
     drop: float = 0.5
 
@@ -264,14 +270,16 @@ def at_anchor(view: View, leader: Leader) -> Group:
 
 def refine(view: View, leader: Leader) -> Group:
     """Measure one batch step above and below the best of every other arm whose best is within
-    ``reach`` of the leader's, together (best arms first)."""
-    reach, gain = view.settings.reach, view.objective.gain
-    return group_of(
-        c
-        for arm in leader.others
-        if gain(leader.score, view.best(arm)[1]) <= reach
-        for c in view.around_best(arm)
-    )
+    ``reach`` of the leader's, or within ``edge`` where that best is the last of its batches
+    on one side, so that its peak may lie past them, together (best arms first)."""
+    gain, settings = view.objective.gain, view.settings
+
+    def near(arm: Arm) -> bool:
+        i, best = view.best(arm)
+        reach = settings.edge if i in (min(view.table[arm]), max(view.table[arm])) else 0.0
+        return gain(leader.score, best) <= max(settings.reach, reach)
+
+    return group_of(c for arm in leader.others if near(arm) for c in view.around_best(arm))
 
 
 def lines(view: View, leader: Leader) -> Group:

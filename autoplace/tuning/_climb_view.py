@@ -39,8 +39,9 @@ def group_of(configs: Iterable[Config]) -> Group:
 class ClimbSettings(Protocol):
     """What the view reads of the climb's settings (:class:`._climb.Climb` has them):
     the batch arms are screened at, the noise within which a score ties the arm's best,
-    the reach beyond which a fall is more than noise, and the drop at every common batch
-    that leaves an arm behind the leader."""
+    the reach beyond which a fall is more than noise (and the edge: an arm's reach at the end
+    of its batches), and the drop at every common batch that leaves an arm behind the
+    leader."""
 
     @property
     def start_batch(self) -> int | None: ...
@@ -50,6 +51,9 @@ class ClimbSettings(Protocol):
 
     @property
     def reach(self) -> float: ...
+
+    @property
+    def edge(self) -> float: ...
 
     @property
     def drop(self) -> float: ...
