@@ -166,7 +166,7 @@ class View:
         measured = self.table[arm]
         if len(measured) < 2:
             return False
-        top, below = sorted(measured)[-1], sorted(measured)[-2]
+        below, top = sorted(measured)[-2:]
         gain, settings = self.objective.gain, self.settings
         return (
             gain(best, measured[top]) > settings.drop
