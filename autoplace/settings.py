@@ -62,6 +62,11 @@ class MeasureSettings:
     #: than this many times the first configuration's (the search's reference) in every one
     #: of its first four turns, or later (``None``: never; see ``_timing.behind``).
     stop_behind: float | None = None
+    #: For loops timed in turns: stop timing a configuration after its first turn where
+    #: its chunk took half a second or more at over twice the first configuration's time
+    #: per sample (``_timing.far_behind``): the search's large batches, and a fusing
+    #: window's many steps a call that run slower than one a call.
+    stop_far_behind: bool = False
     #: Compare a lower precision's first output with float32 on the same inputs.
     deviation: bool = True
     seed: int = 0

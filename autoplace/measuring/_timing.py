@@ -144,8 +144,10 @@ def time_interleaved(
             previous_s += seconds
             turn_s[i] = seconds
             taken.append(seconds / k)
-        if settings.stop_behind is not None and batch_sizes is not None:
-            stopped |= _stops(samples, batch_sizes, settings.stop_behind, turn_s)
+        if batch_sizes is not None and (
+            settings.stop_behind is not None or settings.stop_far_behind
+        ):
+            stopped |= _stops(samples, batch_sizes, settings, turn_s)
             if len(stopped) == len(samples) - 1:
                 break  # the reference alone: nothing left to compare it with
     return samples
@@ -154,12 +156,18 @@ def time_interleaved(
 def _stops(
     samples: Sequence[Sequence[float]],
     batch_sizes: Sequence[int],
-    factor: float,
+    settings: MeasureSettings,
     turn_s: Sequence[float],
 ) -> set[int]:
     """The loops to time no further after this turn: clearly behind the reference
-    (:func:`behind`), or long and far behind it (:func:`far_behind`); never the reference."""
-    return (behind(samples, batch_sizes, factor) | far_behind(samples, batch_sizes, turn_s)) - {0}
+    (:func:`behind`, where ``settings.stop_behind`` is set), or long and far behind it
+    (:func:`far_behind`, where ``settings.stop_far_behind`` is); never the reference."""
+    found = set()
+    if settings.stop_behind is not None:
+        found |= behind(samples, batch_sizes, settings.stop_behind)
+    if settings.stop_far_behind:
+        found |= far_behind(samples, batch_sizes, turn_s)
+    return found - {0}
 
 
 #: A loop taking its turn after another's that lasted :data:`LONG_TURN_S` or more settles

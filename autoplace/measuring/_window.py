@@ -53,6 +53,14 @@ class FreshWindow:
         self.results: dict[int, Measurement] = {}
         self.timeout = max(r.settings.timeout_s for r in requests)
 
+    def _samples_per_call(self, live: list[int]) -> list[int] | None:
+        """The samples each live worker's call takes (its batch times its steps a call), what
+        the stop rules compare per sample against the first (the reference); none once the
+        first has dropped out."""
+        if not live or live[0] != 0:
+            return None
+        return [self.requests[i].config.batch_size * self.requests[i].steps_per_call for i in live]
+
     def _tell(self, i: int | None, what: str) -> None:
         if self.on_progress is not None:
             self.on_progress(Progress(i, what))
@@ -152,6 +160,7 @@ class FreshWindow:
                     settings,
                     cap,
                     on_turn=lambda n: self._tell(None, f"timing in turns, turn {n + 1}"),
+                    batch_sizes=self._samples_per_call(live),
                 )
             except _Dropped as dropped:
                 self.results[dropped.index] = dropped.measurement

@@ -111,12 +111,18 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
     )
     windows = dataclasses.replace(quick, warmup_s=WINDOW_WARMUP_S, min_chunks=WINDOW_CHUNKS)
     confirming = dataclasses.replace(windows, deviation=settings.deviation)
-    searching = dataclasses.replace(quick, stop_behind=STOP_BEHIND if objective.rate else None)
+    searching = dataclasses.replace(
+        quick, stop_behind=STOP_BEHIND if objective.rate else None, stop_far_behind=objective.rate
+    )
+    # A fusing window's K steps a call far slower than one a call stop after one turn: on
+    # the residual CNN, lax.scan ran each step 10 times slower, and six chunks of 16 steps a
+    # call (5 s each) made one window take 72 s (issue 38).
+    fusing = dataclasses.replace(windows, stop_far_behind=objective.rate)
     return {
         Phase.SEARCH: ranking(searching, SEARCH_CAP_S),
         Phase.CONFIRM: ranking(confirming, CONFIRM_CAP_S),
         Phase.DUEL: ranking(confirming, DUEL_CAP_S),
         Phase.REMEDY: ranking(windows, CONFIRM_CAP_S),
-        Phase.FUSE: ranking(windows, CONFIRM_CAP_S),
+        Phase.FUSE: ranking(fusing, CONFIRM_CAP_S),
         Phase.FEED: feeding(windows),
     }

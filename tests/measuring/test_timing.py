@@ -74,14 +74,15 @@ def test_a_long_loop_far_behind_stops_after_one_turn_and_the_others_go_on():
         return k * 0.8
 
     settings = MeasureSettings(min_samples=4, max_samples=6, target_spread=0.0, settle_s=0.0,
-                               stop_behind=1.25)  # fmt: skip
+                               stop_far_behind=True)  # fmt: skip
     samples = time_interleaved([_loop(1e-3), big, _loop(1.1e-3)], [1e-3, 0.8, 1.1e-3],
                                settings, 5.0, batch_sizes=[8, 256, 8])  # fmt: skip
     assert len(samples[1]) == 1 and calls == [1]  # one 0.8 s step, 3.1 ms a sample: stopped
     assert len(samples[0]) == len(samples[2]) == settings.min_samples
-    # without the search's rule, it is timed as long as the others
+    # without the rule (the four-turn one alone, here), it is timed as long as the others
     calls.clear()
-    plain = MeasureSettings(min_samples=4, max_samples=6, target_spread=0.0, settle_s=0.0)
+    plain = MeasureSettings(min_samples=4, max_samples=6, target_spread=0.0, settle_s=0.0,
+                            stop_behind=4.0)  # fmt: skip
     samples = time_interleaved([_loop(1e-3), big], [1e-3, 0.8], plain, 5.0, batch_sizes=[8, 256])
     assert len(samples[1]) == plain.min_samples
 
