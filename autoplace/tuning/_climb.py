@@ -276,8 +276,9 @@ def refine(view: View, leader: Leader) -> Group:
 
     def near(arm: Arm) -> bool:
         i, best = view.best(arm)
-        reach = settings.edge if i in (min(view.table[arm]), max(view.table[arm])) else 0.0
-        return gain(leader.score, best) <= max(settings.reach, reach)
+        at_end = i in (min(view.table[arm]), max(view.table[arm]))
+        reach = max(settings.reach, settings.edge) if at_end else settings.reach
+        return gain(leader.score, best) <= reach
 
     return group_of(c for arm in leader.others if near(arm) for c in view.around_best(arm))
 

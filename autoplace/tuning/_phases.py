@@ -115,7 +115,7 @@ def phase_settings(settings: MeasureSettings, objective: Objective) -> dict[Phas
         quick, stop_behind=STOP_BEHIND if objective.rate else None, stop_far_behind=objective.rate
     )
     # A fusing window's K steps a call far slower than one a call stop after one turn: on
-    # the residual CNN, lax.scan ran each step 10 times slower, and six chunks of 16 steps a
+    # the residual CNN, lax.scan ran each step 7-10 times slower, and six chunks of 16 steps a
     # call (5 s each) made one window take 72 s (issue 38).
     fusing = dataclasses.replace(windows, stop_far_behind=objective.rate)
     return {
