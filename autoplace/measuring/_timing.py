@@ -148,8 +148,8 @@ def time_interleaved(
             settings.stop_behind is not None or settings.stop_far_behind
         ):
             stopped |= _stops(samples, batch_sizes, settings, turn_s)
-            if len(stopped) == len(samples) - 1:
-                break  # the reference alone: nothing left to compare it with
+            if stopped and len(stopped) == len(samples) - 1:
+                break  # the reference left alone: nothing left to compare it with
     return samples
 
 

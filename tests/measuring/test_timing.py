@@ -87,6 +87,18 @@ def test_a_long_loop_far_behind_stops_after_one_turn_and_the_others_go_on():
     assert len(samples[1]) == plain.min_samples
 
 
+def test_a_loop_timed_alone_under_a_rule_is_timed_as_long_as_without_it():
+    # nothing stopped, nothing to stop: the reference alone is timed in full, not one turn
+    ruled = MeasureSettings(min_samples=5, max_samples=8, target_spread=0.0, settle_s=0.0,
+                            stop_behind=1.25, stop_far_behind=True)  # fmt: skip
+    assert [len(s) for s in time_interleaved([_loop(1e-3)], [1e-3], ruled, 5.0,
+                                             batch_sizes=[8])] == [5]  # fmt: skip
+    # the others all stopped: the reference is left alone, and its loop ends there
+    samples = time_interleaved([_loop(1e-3), _loop(3e-3)], [1e-3, 3e-3], ruled, 5.0,
+                               batch_sizes=[8, 8])  # fmt: skip
+    assert [len(s) for s in samples] == [STOP_AFTER_TURNS, STOP_AFTER_TURNS]
+
+
 def test_without_a_rule_or_batch_sizes_no_loop_stops():
     settings = MeasureSettings(min_samples=6, max_samples=8, target_spread=0.0, settle_s=0.0)
     samples = time_interleaved([_loop(1e-3), _loop(3e-3)], [1e-3, 3e-3], settings, 5.0,
