@@ -74,6 +74,11 @@ class CannotTellApart:
         searched_within: the half-width of the widest interval among those.
         predicted: batches the search did not measure that the cost model says could be as
             good, closest first.
+        quiet: whether the machine was quiet while the windows were timed (``False``: busy;
+            ``None``: not known). On a quiet machine the spread between windows is how far
+            a figure moves from one fresh process to the next there, and a rerun meets it
+            again: the fix does not send the user to a quieter machine they already had
+            (issue 36).
     """
 
     pick: str
@@ -83,6 +88,7 @@ class CannotTellApart:
     searched: tuple[str, ...] = ()
     searched_within: float | None = None
     predicted: tuple[str, ...] = ()
+    quiet: bool | None = None
     kind: ClassVar[str] = "cannot_tell_apart"
 
     def text(self) -> str:
@@ -109,9 +115,16 @@ class CannotTellApart:
 
     @property
     def fix(self) -> str:
-        return (
-            "any of them will do here; to separate them, rerun with --remeasure on a quiet machine"
-        )
+        if self.others and self.quiet:
+            return (
+                "any of them will do here: the machine was quiet, so that is how far a figure "
+                "moves from one fresh process to the next on it, and a rerun would meet the "
+                "same spread; choose among them by memory or precision if either matters"
+            )
+        rerun = "any of them will do here; to separate them, rerun with --remeasure"
+        if self.quiet is None:
+            return f"{rerun} on a quiet machine"
+        return rerun if self.quiet else f"{rerun} when the machine is idle"
 
 
 def _some(names: Sequence[str]) -> str:

@@ -33,6 +33,21 @@ def test_configurations_it_cannot_tell_apart_keep_confirmed_and_searched_apart()
     assert "and 2 more" in lots.text() and "too few measurements" in lots.text()
 
 
+def test_a_quiet_machine_is_not_told_to_rerun_on_a_quiet_machine():
+    # issue 36: "to separate them, rerun ... on a quiet machine", read on a quiet machine
+    quiet = findings.CannotTellApart("A", ("B",), 0.2, 4, quiet=True)
+    assert "quiet machine" not in quiet.fix and "--remeasure" not in quiet.fix
+    assert "the machine was quiet" in quiet.fix and "a rerun would meet the same" in quiet.fix
+    assert findings.as_dict(quiet)["quiet"] is True
+    busy = findings.CannotTellApart("A", ("B",), 0.2, 4, quiet=False)
+    assert busy.fix.endswith("rerun with --remeasure when the machine is idle")
+    unknown = findings.CannotTellApart("A", ("B",), 0.2, 4)
+    assert unknown.fix.endswith("on a quiet machine") and "quiet" not in findings.as_dict(unknown)
+    # only the search measured them: its figures, not the windows', are what a rerun redoes
+    searched = findings.CannotTellApart("A", (), None, 0, ("D",), 0.3, quiet=True)
+    assert searched.fix.endswith("rerun with --remeasure")
+
+
 def test_memory_findings_name_their_figures():
     pages = findings.FreshPagesEveryStep("cpu:0 batch=128 float32", 9500.0, 9500 * 4096, 0.02)
     assert "maps 37.1 MiB of fresh memory every step (9,500 page faults a step" in pages.text()

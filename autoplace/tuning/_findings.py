@@ -56,6 +56,7 @@ def findings(standing: Standing, policy: str = "warn") -> tuple[Finding, ...]:
                 searched=tuple(s.config.label() for s, _ in searched),
                 searched_within=max((c.noise for _, c in searched), default=None),
                 predicted=tuple(c.label() for c, _ in surmised),
+                quiet=None if machine is None else not machine.busy,
             )
         )
     m = best.measurement
