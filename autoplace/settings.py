@@ -106,6 +106,12 @@ class MeasureRequest:
     env: tuple[tuple[str, str], ...] = ()
     steps_per_call: int = 1
 
+    @property
+    def samples_per_call(self) -> int:
+        """The samples one call of the compiled program takes: the batch times the steps a
+        call (what the stop rules compare per sample, ``_timing.behind``)."""
+        return self.config.batch_size * self.steps_per_call
+
     def __post_init__(self) -> None:
         k = self.steps_per_call
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:

@@ -271,9 +271,7 @@ class Engine:
                     settings,
                     cap,
                     on_turn,
-                    [r.request.config.batch_size * r.request.steps_per_call for r in live]
-                    if live[0] is runs[0]
-                    else None,
+                    [r.request.samples_per_call for r in live] if live[0] is runs[0] else None,
                 )
             except ConfigFailure:
                 continue  # the failing run marked itself

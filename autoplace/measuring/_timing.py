@@ -133,12 +133,7 @@ def time_interleaved(
             if i in stopped:
                 continue
             per_step = float(np.median(taken)) if taken else guess
-            untimed, k = _chunk_sizes(per_step, settings, alone)
-            if not taken and settings.warmup_s > 0:  # its first turn: the warm-up too
-                untimed = max(untimed, math.ceil(settings.warmup_s / max(per_step, 1e-7)))
-            if not alone and previous_s >= LONG_TURN_S:  # a longer settling (SETTLE_SHARE)
-                after = min(SETTLE_AFTER_MAX_S, SETTLE_SHARE * previous_s)
-                untimed = max(untimed, round(after / max(per_step, 1e-7)))
+            untimed, k = _turn_sizes(per_step, settings, alone, not taken, previous_s)
             previous_s = run(untimed) if untimed else 0.0
             seconds = run(k)
             previous_s += seconds
@@ -151,6 +146,21 @@ def time_interleaved(
             if stopped and len(stopped) == len(samples) - 1:
                 break  # the reference left alone: nothing left to compare it with
     return samples
+
+
+def _turn_sizes(
+    per_step: float, settings: MeasureSettings, alone: bool, first: bool, previous_s: float
+) -> tuple[int, int]:
+    """The untimed steps and the timed ones of a loop's turn (:func:`_chunk_sizes`): in its
+    ``first`` turn, the warm-up too; after a turn of :data:`LONG_TURN_S` or more
+    (``previous_s``), a longer settling (:data:`SETTLE_SHARE`)."""
+    untimed, k = _chunk_sizes(per_step, settings, alone)
+    if first and settings.warmup_s > 0:
+        untimed = max(untimed, math.ceil(settings.warmup_s / max(per_step, 1e-7)))
+    if not alone and previous_s >= LONG_TURN_S:
+        after = min(SETTLE_AFTER_MAX_S, SETTLE_SHARE * previous_s)
+        untimed = max(untimed, round(after / max(per_step, 1e-7)))
+    return untimed, k
 
 
 def _stops(

@@ -59,7 +59,7 @@ class FreshWindow:
         first has dropped out."""
         if not live or live[0] != 0:
             return None
-        return [self.requests[i].config.batch_size * self.requests[i].steps_per_call for i in live]
+        return [self.requests[i].samples_per_call for i in live]
 
     def _tell(self, i: int | None, what: str) -> None:
         if self.on_progress is not None:

@@ -1,3 +1,5 @@
+"""Each phase's settings: which of them stop a loop early."""
+
 from autoplace import MeasureSettings
 from autoplace.tuning import latency, throughput
 from autoplace.tuning._phases import STOP_BEHIND, Phase, phase_settings
