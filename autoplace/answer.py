@@ -13,13 +13,108 @@ raises :class:`ValueError` on anything that is not one.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
 #: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
 #: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
 #: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
-ANSWER_SCHEMA = 2
+#: Version 3: ``question`` (what the tune searched) and the workload's default batch sizes.
+ANSWER_SCHEMA = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    """What a tune searched, and so what its answer holds for: the devices, batch sizes,
+    precisions and widths it tried, the steps per call it could time beside one (none: it
+    never fused steps), how its steps were fed, and the memory it allowed a configuration
+    (``None``: the device's). An answer answers a question only if its own covers it
+    (:meth:`covers`): a tune narrowed to batch 32 does not answer what the best batch is.
+    """
+
+    devices: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    precisions: tuple[str, ...]
+    widths: tuple[int | None, ...]
+    steps_per_call: tuple[int, ...] = ()
+    feeding: str = "put"
+    max_memory: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("devices", "batch_sizes", "precisions", "widths"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(
+            self, "steps_per_call", tuple(sorted({k for k in self.steps_per_call if k > 1}))
+        )
+
+    def narrower(self, other: Question) -> list[str]:
+        """What ``other`` asks that this question did not search, in words (none: this one
+        covers it)."""
+        out = []
+        for name, mine, theirs in (
+            ("devices", self.devices, other.devices),
+            ("batch sizes", self.batch_sizes, other.batch_sizes),
+            ("precisions", self.precisions, other.precisions),
+            ("widths", self.widths, other.widths),
+            ("steps per call", self.steps_per_call, other.steps_per_call),
+        ):
+            missing = [v for v in theirs if v not in mine]
+            if missing:
+                shown = ",".join(str(v) for v in mine) or "1"
+                out.append(f"{name} {shown} (not {','.join(map(str, missing))})")
+        if self.feeding != other.feeding:
+            out.append(f"feeding {self.feeding} (not {other.feeding})")
+        if self.max_memory is not None and (
+            other.max_memory is None or other.max_memory > self.max_memory
+        ):
+            out.append(f"at most {self.max_memory} bytes of memory")
+        return out
+
+    def holds(self, c: Candidate) -> bool:
+        """Whether the configuration ``c`` is one this question asks about."""
+        return (
+            c.device in self.devices
+            and c.batch_size in self.batch_sizes
+            and c.precision in self.precisions
+            and (None in self.widths or c.width in self.widths)
+        )
+
+    def covers(self, other: Question) -> bool:
+        """Whether an answer to this question answers ``other``: it searched everything
+        ``other`` asks (devices, batch sizes, precisions, widths, steps per call), fed alike,
+        and allowed at least the memory ``other`` allows."""
+        return not self.narrower(other)
+
+    @property
+    def key(self) -> str:
+        """A short name of this question (a study keeps each question's answer under it)."""
+        text = json.dumps(self.as_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "devices": list(self.devices),
+            "batch_sizes": list(self.batch_sizes),
+            "precisions": list(self.precisions),
+            "widths": list(self.widths),
+            "steps_per_call": list(self.steps_per_call),
+            "feeding": self.feeding,
+            "max_memory": self.max_memory,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Question:
+        return cls(
+            devices=tuple(data["devices"]),
+            batch_sizes=tuple(int(b) for b in data["batch_sizes"]),
+            precisions=tuple(data["precisions"]),
+            widths=tuple(data.get("widths") or (None,)),
+            steps_per_call=tuple(int(k) for k in data.get("steps_per_call") or ()),
+            feeding=str(data.get("feeding") or "put"),
+            max_memory=data.get("max_memory"),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,13 +172,15 @@ class Compared:
 @dataclasses.dataclass(frozen=True)
 class AnswerWorkload:
     """What was tuned: the model file (path and content hash), the workload, the widths
-    searched and the file's default width."""
+    searched, the file's default width and the batch sizes a tune tries by default (the
+    file's, else autoplace's; 1 for latency): what a launcher's question asks."""
 
     path: str
     sha256: str
     name: str | None
     widths: tuple[int, ...]
     default_width: int | None
+    batch_sizes: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +213,8 @@ class Answer:
             not be told apart from.
         findings: the findings, one line each.
         candidates: every ranked configuration, best first (the pick first).
+        question: what the tune searched (``None``: an answer from before it was kept,
+            which answers no question for sure).
     """
 
     schema: int
@@ -133,6 +232,7 @@ class Answer:
     equivalent: tuple[Compared, ...]
     findings: tuple[str, ...]
     candidates: tuple[Candidate, ...]
+    question: Question | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form a study attribute and the cache keep."""
@@ -142,6 +242,7 @@ class Answer:
             "workload": {
                 **dataclasses.asdict(self.workload),
                 "widths": list(self.workload.widths),
+                "batch_sizes": list(self.workload.batch_sizes),
             },
             "objective": self.objective.as_dict(),
             "hardware": dict(self.hardware),
@@ -154,6 +255,7 @@ class Answer:
             "equivalent": [dataclasses.asdict(e) for e in self.equivalent],
             "findings": list(self.findings),
             "candidates": [dataclasses.asdict(c) for c in self.candidates],
+            "question": None if self.question is None else self.question.as_dict(),
         }
 
     @classmethod
@@ -173,6 +275,7 @@ class Answer:
                     name=wl.get("name"),
                     widths=tuple(wl.get("widths") or ()),
                     default_width=wl.get("default_width"),
+                    batch_sizes=tuple(int(b) for b in wl.get("batch_sizes") or ()),
                 ),
                 objective=AnswerObjective(
                     name=str(obj.pop("name")),
@@ -191,6 +294,7 @@ class Answer:
                 equivalent=tuple(_typed(Compared, e) for e in data.get("equivalent") or ()),
                 findings=tuple(data.get("findings") or ()),
                 candidates=tuple(_typed(Candidate, c) for c in data["candidates"]),
+                question=None if not data.get("question") else Question.from_dict(data["question"]),
             )
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not an autoplace answer: {exc!r}") from None

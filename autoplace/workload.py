@@ -19,6 +19,7 @@ measurement worker (see :mod:`autoplace.measuring`); this module itself imports 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import importlib.util
@@ -277,6 +278,27 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
             f"or name it {CONVENTIONAL_NAME!r} (see the README's 'Model files')"
         )
     return found
+
+
+def declared_workloads(path: Path) -> list[str]:
+    """The workloads a model file declares, read from its source without importing it (a
+    launcher's look-up must not import JAX): the functions marked ``@autoplace.workload``
+    (or ``@workload``), else one named ``workload``. A file that does not parse lists none:
+    importing it will say why."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+
+    def marked(d: ast.expr) -> bool:
+        d = d.func if isinstance(d, ast.Call) else d
+        return (isinstance(d, ast.Name) and d.id == "workload") or (
+            isinstance(d, ast.Attribute) and d.attr == "workload"
+        )
+
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    found = [f.name for f in functions if any(marked(d) for d in f.decorator_list)]
+    return found or [f.name for f in functions if f.name == CONVENTIONAL_NAME]
 
 
 def pick_workload(found: dict[str, Any], path: Path, name: str | None) -> str:

@@ -326,3 +326,21 @@ def test_workload_validation() -> None:
         Workload(state=1, step=None, make_batch=make)  # type: ignore[arg-type]
     with pytest.raises(ModelFileError, match=r"make_batch=\.\.\.\) got a ndarray"):
         Workload(state=1, step=step, make_batch=np.zeros(3))  # type: ignore[arg-type]
+
+
+def test_declared_workloads_are_read_without_importing(tmp_path) -> None:
+    from autoplace.workload import declared_workloads
+
+    marked = tmp_path / "marked.py"
+    marked.write_text(
+        "import sys; sys.exit('imported')\nimport autoplace\nfrom autoplace import workload\n"
+        "@autoplace.workload(widths=(8,))\ndef a(w, d): ...\n@workload\ndef b(w, d): ...\n"
+        "def workload_helper(): ...\n"
+    )
+    assert declared_workloads(marked) == ["a", "b"]  # not imported: sys.exit never ran
+    plain = tmp_path / "plain.py"
+    plain.write_text("def helper(): ...\ndef workload(width, dtype): ...\n")
+    assert declared_workloads(plain) == ["workload"]
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n")
+    assert declared_workloads(broken) == []  # importing it says why

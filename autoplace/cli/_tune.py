@@ -222,12 +222,14 @@ def _run(request: TuneRequest, as_json: bool) -> TuneResult:
 
 def _tell(result: TuneResult, request: TuneRequest, as_json: bool) -> None:
     """Cache the answer, print the result, and end with the tune's exit code."""
-    cached = []
+    cached: list[Path] = []
+    narrower: tuple[str, ...] = ()
     if result.answer is not None:
         from autoplace.recommending import remember
 
         # Where autoplace.recommend() looks first, so that a launcher finds this answer.
-        cached = remember(result, result.devices, workload=request.workload, widths=request.widths)
+        kept = remember(result, result.devices, workload=request.workload, widths=request.widths)
+        cached, narrower = list(kept.paths), kept.narrower
     if as_json:
         from autoplace.report import tune_summary
 
@@ -239,6 +241,12 @@ def _tell(result: TuneResult, request: TuneRequest, as_json: bool) -> None:
         if cached:
             typer.echo(
                 f"autoplace.recommend() answers from this machine's cache ({cached[0].parent})"
+            )
+        elif narrower:
+            typer.echo(
+                "not cached for autoplace.recommend(): this tune searched "
+                f"{'; '.join(narrower)}, narrower than a launcher asks; an earlier answer to "
+                "the wider question stays where it was"
             )
     if result.interrupted:
         partial = f"; the pick so far is in {result.out}" if result.out else ""

@@ -11,12 +11,13 @@ A cached look-up imports neither JAX, Optuna nor numpy.
 from autoplace.recommending._listing import listed
 from autoplace.recommending._recommend import recommend
 from autoplace.recommending._recommendation import Recommendation, Source
-from autoplace.recommending._remember import remember
+from autoplace.recommending._remember import Remembered, remember
 from autoplace.recommending._request import RecommendRequest
 
 __all__ = [
     "RecommendRequest",
     "Recommendation",
+    "Remembered",
     "Source",
     "listed",
     "recommend",

@@ -25,8 +25,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoplace.devices import DeviceInfo
+from autoplace.answer import Answer, Question
+from autoplace.config import PRECISIONS, parse_precision
+from autoplace.devices import DeviceInfo, distinct_kinds
 from autoplace.host import hardware, software
+from autoplace.settings import DEFAULT_STEPS_PER_CALL
 
 
 def key_for(
@@ -127,3 +130,42 @@ def fill_command(key: Key) -> str:
             shown = ",".join(map(str, value)) if isinstance(value, list) else value
             args.append(f"--{name} {shown}")
     return "run `" + " ".join(args) + "`"
+
+
+def asked_widths(answer: Answer, key: Key) -> list[int | None]:
+    """The widths a look-up asks of ``answer``: those in ``key``, else the file's default
+    width as the answer records it (an answer from before widths were recorded: the one
+    width it searched, which without ``--widths`` was the default)."""
+    if key.workload["widths"]:
+        return list(key.workload["widths"])
+    wl = answer.workload
+    if wl.default_width is not None:
+        return [wl.default_width]
+    return list(wl.widths) if len(wl.widths) == 1 else [None]
+
+
+def asked_question(
+    answer: Answer,
+    key: Key,
+    devices: Sequence[DeviceInfo],
+    max_batch_size: int | None = None,
+    tune_options: Mapping[str, Any] | None = None,
+) -> Question:
+    """What a look-up under ``key`` on a machine with ``devices`` asks of ``answer``'s
+    workload: every device kind, the workload's default batch sizes (up to
+    ``max_batch_size``), every precision, the widths asked, the default steps per call, as
+    the objective feeds its steps; narrowed as far as ``tune_options`` narrow the tune the
+    look-up would run."""
+    o = dict(tune_options or {})
+    batches = o.get("batch_sizes") or answer.workload.batch_sizes
+    steps = o.get("steps_per_call")
+    kinds = [d.name for d in distinct_kinds(list(devices))]
+    return Question(
+        devices=tuple(o.get("devices") or kinds),
+        batch_sizes=tuple(b for b in batches if max_batch_size is None or b <= max_batch_size),
+        precisions=tuple(map(parse_precision, o.get("precisions") or PRECISIONS)),
+        widths=tuple(asked_widths(answer, key)),
+        steps_per_call=DEFAULT_STEPS_PER_CALL if steps is None else tuple(steps),
+        feeding=str(key.objective.get("feeding") or "put"),
+        max_memory=o.get("max_memory"),
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autoplace.answer import Answer, Candidate
+from autoplace.answer import Answer, Candidate, Question
 from autoplace.errors import NoAnswerError
 from autoplace.units import size
 
@@ -19,9 +19,12 @@ def choose(
     memory_margin: float,
     max_deviation: float | None,
     widths: Sequence[int | None] = (None,),
+    question: Question | None = None,
 ) -> tuple[Candidate, bool, tuple[str, ...]]:
-    """The best ranked configuration of ``widths`` (``None``: any) within the limits;
-    whether it is the measured winner; and one line per limit saying how it was applied."""
+    """The best ranked configuration of ``widths`` (``None``: any) within the limits and
+    the ``question`` asked (its devices, batch sizes and precisions: an answer to a wider
+    question may rank others first); whether it is the measured winner; and one line per
+    limit saying how it was applied."""
     memory = answer.device_memory
     every = list(answer.candidates)
     if not every:
@@ -38,10 +41,12 @@ def choose(
     strays: dict[tuple[Any, ...], float] = {}
     for c in every:
         strays[c.arm] = max(strays.get(c.arm, 0.0), c.deviation_vs_float32 or 0.0)
-    passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0}
+    passed, dropped = [], {"batch": 0, "memory": 0, "deviation": 0, "question": 0}
     for c in ranked:
         if max_batch_size is not None and c.batch_size > max_batch_size:
             dropped["batch"] += 1
+        elif question is not None and not question.holds(c):
+            dropped["question"] += 1
         elif not _fits(c, memory.get(c.device), memory_margin):
             dropped["memory"] += 1
         elif max_deviation is not None and strays[c.arm] > max_deviation:
@@ -64,6 +69,11 @@ def choose(
         )
     if dropped["batch"]:
         notes.append(f"batch sizes over {max_batch_size} left out ({dropped['batch']} measured)")
+    if dropped["question"]:
+        notes.append(
+            f"{dropped['question']} measured configuration(s) outside the devices, batch sizes "
+            "and precisions asked left out (the answer's tune searched more)"
+        )
     if dropped["deviation"]:
         notes.append(
             f"{dropped['deviation']} configuration(s) whose output strays from float32's by "

@@ -17,15 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from autoplace._calls import build
-from autoplace.answer import Answer
+from autoplace.answer import Answer, Question
 from autoplace.config import Config, parse_precision
 from autoplace.errors import BadInputError, NoAnswerError
 from autoplace.host import Cache, fingerprint, lock_dir, machine_devices
-from autoplace.recommending._key import Key, fill_command, key_for, tune_arguments
+from autoplace.recommending._key import (
+    Key,
+    asked_question,
+    asked_widths,
+    fill_command,
+    key_for,
+    tune_arguments,
+)
 from autoplace.recommending._pick import choose
 from autoplace.recommending._recommendation import Recommendation, Source
 from autoplace.recommending._request import RecommendRequest
-from autoplace.workload import ModelFile, check_width
+from autoplace.study import default_url
+from autoplace.workload import ModelFile, check_width, declared_workloads
 
 #: The batch size of the safest fallback (capped by ``max_batch_size``).
 FALLBACK_BATCH = 32
@@ -73,15 +81,23 @@ def recommend(
     assert devices is not None  # listed by a worker when not cached
     model = {"path": str(mf.path), "sha256": mf.sha256}
     key = key_for(devices, model, r.workload, r.widths, {"name": r.objective, **r.run})
-    lookup = _Lookup(key, cache, devices, limits=r.limits, max_age=r.max_age_s, fallback=r.fallback)
+    lookup = _Lookup(key, cache, devices, limits=r.limits, max_age=r.max_age_s, fallback=r.fallback,
+                     tune_options=r.tune_options)  # fmt: skip
     found = lookup.cached()
     if found is not None and found.exact:
         return found
+    if r.workload is None:
+        _one_workload(mf)
     url = r.storage or _beside(cache)
     # A team's study (``storage``) may hold an answer for newer software than the cache;
-    # the study beside the cache is this machine's own, consulted only on a miss.
-    if r.storage is not None or (found is None and (cache.root / "studies.db").exists()):
-        shared = lookup.stored(url, r.study, on_wait)
+    # this machine's own studies (beside the cache: a launcher's tunes; the command line's
+    # default, studies/autoplace.db under this folder) are consulted only on a miss.
+    if r.storage is not None:
+        stores = [r.storage]
+    else:
+        stores = [] if found is not None else [u for u in (url, default_url()) if u]
+    for store in dict.fromkeys(stores):
+        shared = lookup.stored(store, r.study, on_wait)
         if shared is not None:
             return shared
     if found is not None:  # stale: by software or age
@@ -131,6 +147,18 @@ def _check_widths(mf: ModelFile, workload: str | None, widths: Sequence[int], ba
         check_width(width, info.widths)
 
 
+def _one_workload(mf: ModelFile) -> None:
+    """Refuse a look-up without a workload of a file that declares several: which one's
+    answer it wants is the caller's to say."""
+    names = declared_workloads(mf.path)
+    if len(names) > 1:
+        raise BadInputError(
+            f"{mf.path} holds several workloads ({', '.join(names)}): name one, e.g. "
+            f"recommend({str(mf.path)!r}, workload={names[0]!r}) or `autoplace recommend "
+            f"{mf.path} --workload {names[0]}`"
+        )
+
+
 def _worker() -> Any:
     """A measurement worker to list this machine's devices in (imported only when the
     cache does not hold them)."""
@@ -151,11 +179,31 @@ class _Lookup:
         limits: Mapping[str, Any],
         max_age: float | None,
         fallback: Config | Mapping[str, Any] | None,
+        tune_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.key, self.cache, self.devices = key, cache, devices
         self.limits, self.max_age, self._fallback = limits, max_age, fallback
+        self.tune_options = dict(tune_options or {})
         self.path = cache.answer_path(key.slot)
         self.why_missed = "nothing cached or stored for it"
+
+    def question(self, answer: Answer) -> Question:
+        """What this look-up asks of ``answer``'s workload (:func:`._key.asked_question`)."""
+        return asked_question(
+            answer, self.key, self.devices, self.limits["max_batch_size"], self.tune_options
+        )
+
+    def unanswered(self, answer: Answer) -> str | None:
+        """Why ``answer`` does not answer this look-up's question (``None``: it does)."""
+        if answer.question is None:
+            return "it was kept before autoplace recorded what a tune searched"
+        asked = self.question(answer)
+        narrower = answer.question.narrower(asked)
+        if narrower:
+            return "its tune searched less than this look-up asks: " + "; ".join(narrower)
+        if not any(asked.holds(c) for c in answer.candidates):
+            return "its tune, which searched more, measured none of the configurations asked"
+        return None
 
     def cached(self) -> Recommendation | None:
         """The cached answer for this key: exact, or stale (``stale_reason`` set); ``None``
@@ -170,6 +218,10 @@ class _Lookup:
                 self.why_missed = miss
                 return None
             answer = Answer.from_dict(entry.get("answer"))
+            unanswered = self.unanswered(answer)
+            if unanswered is not None:
+                self.why_missed = f"the cached answer does not answer it: {unanswered}"
+                return None
             stale = self.key.stale(held) or self._too_old(answer)  # type: ignore[arg-type]
             return self.value(answer, "cache", stale)
         except (AttributeError, KeyError, TypeError, ValueError):
@@ -179,24 +231,29 @@ class _Lookup:
     def stored(
         self, url: str, study: str | None, on_wait: Callable[[str], None] | None = None
     ) -> Recommendation | None:
-        """The answer a finished tune left with a study for this key (exact matches only),
-        cached on the way; ``None`` when there is none. Without ``study``, every study of
-        this model file, objective and machine is looked at (one per workload and set of
-        widths searched): of those that measured the widths asked, the one that searched
-        exactly those, else the newest."""
-        from autoplace.study import answers_ending, find_answer
+        """The answer a finished tune left with a study for this key (exact matches only, of
+        a question that covers this look-up's), cached on the way; ``None`` when there is
+        none. Without ``study``, every study of this model file, objective and machine is
+        looked at (one per workload and set of widths searched): of those that measured the
+        widths asked, the one that searched exactly those, else the newest."""
+        from autoplace.study import stored_answers
         from autoplace.tuning import study_suffix
 
         wl = self.key.workload
         hw = fingerprint(self.devices)["hardware"]
         suffix = study_suffix(self.key.objective, wl["sha256"], hw, self.key.software)
-        if study is not None:
-            found = [find_answer(url, name=study, suffix=suffix, on_wait=on_wait)]
-        else:
-            found = list(answers_ending(url, suffix, on_wait=on_wait).values())
+        found = stored_answers(url, name=study, suffix=suffix, on_wait=on_wait)
         answers = [a for a in map(_readable, found) if a is not None]
-        usable = [a for a in answers if self._answers_this(a) and not self._too_old(a)]
+        usable = [
+            a
+            for a in answers
+            if self._answers_this(a) and not self._too_old(a) and self.unanswered(a) is None
+        ]
         if not usable:
+            narrower = [why for a in answers if self._answers_this(a)
+                        and (why := self.unanswered(a)) is not None]  # fmt: skip
+            if narrower:
+                self.why_missed = f"the study's answer does not answer it: {narrower[0]}"
             return None
         answer = max(usable, key=lambda a: (self._exactly(a), str(a.created)))
         self.save(answer, "study")
@@ -229,7 +286,12 @@ class _Lookup:
 
     def value(self, answer: Answer, source: Source, stale: str | None) -> Recommendation:
         """The answer under the caller's limits, as a :class:`Recommendation`."""
-        pick, winner, notes = choose(answer, **self.limits, widths=asked_widths(answer, self.key))
+        pick, winner, notes = choose(
+            answer,
+            **self.limits,
+            widths=asked_widths(answer, self.key),
+            question=self.question(answer),
+        )
         runner = answer.closest if winner else None
         return Recommendation(
             device=pick.device,
@@ -332,18 +394,6 @@ def _tune_once(
         return lookup.value(result.answer, "tuned", None)
     finally:
         lock.release()
-
-
-def asked_widths(answer: Answer, key: Key) -> list[int | None]:
-    """The widths a look-up asks of ``answer``: those in ``key``, else the file's default
-    width as the answer records it (an answer from before widths were recorded: the one
-    width it searched, which without ``--widths`` was the default)."""
-    if key.workload["widths"]:
-        return list(key.workload["widths"])
-    wl = answer.workload
-    if wl.default_width is not None:
-        return [wl.default_width]
-    return list(wl.widths) if len(wl.widths) == 1 else [None]
 
 
 def _readable(stored: Any) -> Answer | None:

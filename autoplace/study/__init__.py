@@ -17,7 +17,7 @@ reads), ``_owner`` (who owns a trial in flight, and when that owner is known dea
 ``_url`` (URLs without credentials, drivers' messages scrubbed).
 """
 
-from autoplace.study._answers import answers_ending, find_answer, study_names
+from autoplace.study._answers import stored_answers, study_names
 from autoplace.study._foreign import refuse_foreign_tables
 from autoplace.study._history import History
 from autoplace.study._identity import StudyIdentity
@@ -51,14 +51,12 @@ __all__ = [
     "StudyReader",
     "Ticket",
     "TrialSpace",
-    "answers_ending",
     "ask_storage",
     "check_storage_url",
     "check_study_name",
     "check_usable",
     "close_storage",
     "default_url",
-    "find_answer",
     "mask_url",
     "missing_study_file",
     "normalize_url",
@@ -66,5 +64,6 @@ __all__ = [
     "refuse_foreign_tables",
     "refuse_unreachable",
     "storage_at",
+    "stored_answers",
     "study_names",
 ]

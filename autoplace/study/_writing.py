@@ -19,7 +19,7 @@ from autoplace.config import Config
 from autoplace.errors import AutoplaceError, StorageError, StorageFaultError
 from autoplace.measurement import Measurement
 from autoplace.study import _spill
-from autoplace.study._answers import ANSWER_ATTR
+from autoplace.study._answers import answer_attr
 from autoplace.study._claims import Claims
 from autoplace.study._reading import StudyReader
 from autoplace.study._trials import (
@@ -93,10 +93,11 @@ class StudyWriter:
         self._access.do(mark)
 
     def save_answer(self, answer: Mapping[str, Any]) -> None:
-        """Keep the tune's compact answer with the study (see
-        :data:`~._answers.ANSWER_ATTR`), where a launcher on an identical machine finds it
+        """Keep the tune's compact answer with the study, under its question
+        (:func:`~._answers.answer_attr`), where a launcher on an identical machine finds it
         without measuring."""
-        self._access.do(lambda: self._study.set_user_attr(ANSWER_ATTR, dict(answer)))
+        attr = answer_attr(answer)
+        self._access.do(lambda: self._study.set_user_attr(attr, dict(answer)))
 
     # -- trials ---------------------------------------------------------------------------
 

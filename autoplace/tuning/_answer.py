@@ -39,6 +39,7 @@ def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
             name=workload.get("name"),
             widths=tuple(w for w in tuned.space.widths if w is not None),
             default_width=workload.get("default_width"),
+            batch_sizes=tuned.default_batches,
         ),
         objective=AnswerObjective(
             name=objective.name,
@@ -61,6 +62,7 @@ def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
             _candidate(s, standing if n == 0 else None)
             for n, s in enumerate(standing.ranked[:MAX_CANDIDATES])
         ),
+        question=tuned.question,
     )
 
 

@@ -44,10 +44,10 @@ def build_document(verdict: Verdict, tuned: Tuned) -> dict[str, Any]:
         "workload": dict(identity["workload"]),
         "fingerprint": {"hardware": identity["hardware"], "software": identity["software"]},
         "study": _study(standing, tuned),
+        # The question the tune asked: what its pick holds for (explain, report and show
+        # of this file judge within it, whatever else the study holds).
         "search_space": {
-            "devices": list(space.devices),
-            "batch_sizes": list(space.batch_sizes),
-            "precisions": list(space.precisions),
+            **tuned.question.as_dict(),
             "widths": [w for w in space.widths if w is not None],
             "device_memory": dict(tuned.memory),
         },

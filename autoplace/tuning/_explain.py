@@ -129,6 +129,9 @@ def read_study(
     read = _read(path, doc, url, storage, study, workload, obj, judged)
     history, later, attrs = read.history, read.later, read.attrs
     space = _space_of(history, read.devices, read.widths)
+    asked = _asked(doc, space)
+    if asked is not None:  # the file's own question: its pick, whatever else the study holds
+        space, history = asked, history.only(asked.__contains__)
     memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
         "device_memory", {}
     )
@@ -194,6 +197,22 @@ def _space_of(history: History, devices: Sequence[str], widths: Sequence[int]) -
         tuple(sorted({c.batch_size for c in figures})),
         tuple(dict.fromkeys(c.precision for c in figures)),
         tuple(widths) or (None,),
+    )
+
+
+def _asked(doc: Mapping[str, Any] | None, measured: Space) -> Space | None:
+    """The space a recommendation file's tune searched (its ``[search_space]``), ``None``
+    for a model file; a file from before the space was complete keeps what the study
+    measured on the axes it does not record."""
+    if doc is None or not isinstance(doc.get("search_space"), dict):
+        return None
+    asked = doc["search_space"]
+    return Space(
+        tuple(asked.get("devices") or measured.devices),
+        tuple(asked.get("batch_sizes") or measured.batch_sizes),
+        tuple(asked.get("precisions") or measured.precisions),
+        tuple(asked.get("widths") or ()) or measured.widths,
+        max_memory=asked.get("max_memory"),
     )
 
 

@@ -16,6 +16,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autoplace.answer import Question
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
 from autoplace.findings import Finding
 from autoplace.findings import as_dict as finding_dict
@@ -73,13 +74,17 @@ class Judged:
 class Tuned:
     """What a verdict is about: the study (its name and storage, credentials masked), what
     it measures, where and for what (its identity: ``workload``, ``hardware``, ``software``,
-    ``objective``), the space searched and each device's memory."""
+    ``objective``), the space searched and each device's memory; the question the tune
+    asked (what its answer holds for) and the batch sizes a launcher's question asks of
+    this workload (its default ones)."""
 
     study: str
     storage: str
     identity: Mapping[str, Any]
     space: Space
     memory: Mapping[str, int | None]
+    question: Question
+    default_batches: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any
 from autoplace import recommendation
 from autoplace._atomic import check_writable
 from autoplace._calls import build
+from autoplace.answer import Question
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError
 from autoplace.explaining import throughput_figure
@@ -157,10 +158,14 @@ def _open(
         mf, info = resolve_workload(backend, r.model_file, r.workload)
         devices = backend.devices()
     obj = r.objective_value
-    space = _space(r, info, devices)
+    default_batches = _default_batches(r, info)
+    space = _space(r, info, devices, default_batches)
     ident = identity(mf, info, devices, obj, space)
     memory = {d.name: d.memory_bytes for d in devices}
-    tuned = Tuned(r.study or study_name(ident), mask_url(url), ident, space, memory)
+    question = Question(space.devices, space.batch_sizes, space.precisions, space.widths,
+                        tuple(r.steps_per_call), obj.feeding, r.max_memory)  # fmt: skip
+    tuned = Tuned(r.study or study_name(ident), mask_url(url), ident, space, memory, question,
+                  default_batches)  # fmt: skip
     settings = r.measure_settings
     log = OptunaStudyLog(
         opening.result(),
@@ -187,10 +192,18 @@ def _open(
     return _Session(tuned, log, Loop(log, backend, requests, Plan.of(r, space), hears), devices)
 
 
-def _space(r: TuneRequest, info: WorkloadInfo, devices: list[DeviceInfo]) -> Any:
+def _default_batches(r: TuneRequest, info: WorkloadInfo) -> tuple[int, ...]:
+    """The batch sizes a tune of this workload tries unless told: 1 for latency, else the
+    file's, else autoplace's."""
+    if r.objective_value.one_batch:
+        return (1,)
+    return tuple(info.batch_sizes or DEFAULT_BATCH_SIZES)
+
+
+def _space(
+    r: TuneRequest, info: WorkloadInfo, devices: list[DeviceInfo], default_batches: tuple[int, ...]
+) -> Any:
     """The space the request asks for, on this machine's devices and the file's widths."""
-    one = r.objective_value.one_batch
-    default_batches = (1,) if one else info.batch_sizes or DEFAULT_BATCH_SIZES
     return build_space(
         r.devices,
         r.batch_sizes,

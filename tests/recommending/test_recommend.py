@@ -24,6 +24,8 @@ from autoplace.host import CacheWarning
 from autoplace.recommending import remember
 
 SPACE = {"batch_sizes": (8, 64, 512), "precisions": ("float32", "bfloat16"), "confirm": 2}
+#: The whole default space: what a look-up that narrows nothing asks.
+WHOLE = {"confirm": 2}
 
 
 @pytest.fixture
@@ -218,7 +220,9 @@ def test_an_unwritable_cache_works_without_caching_and_says_so_once(env, tmp_pat
         warnings.simplefilter("always")
         first = env(cache_dir=blocker / "cache")
         second = env(cache_dir=blocker / "cache")
-    assert first.source == second.source == "tuned"
+    # the first tuned into the command line's default study (studies/autoplace.db here), where
+    # the second finds its answer without tuning again
+    assert (first.source, second.source) == ("tuned", "study")
     lines = [str(w.message) for w in said if w.category is CacheWarning]
     assert (
         len(lines) == 1 and "going on without caching" in lines[0] and "AUTOPLACE_CACHE" in lines[0]
@@ -314,7 +318,8 @@ def test_a_cached_look_up_imports_neither_jax_nor_optuna_nor_numpy(env):
     )
     code = textwrap.dedent(f"""
         import sys, autoplace
-        r = autoplace.recommend({str(env.model)!r}, cache_dir={str(env.cache)!r}, on_miss="raise")
+        r = autoplace.recommend({str(env.model)!r}, cache_dir={str(env.cache)!r}, on_miss="raise",
+                               tune_options={SPACE!r})
         print(r.source, *sorted(m for m in ("jax", "optuna", "numpy") if m in sys.modules))
     """)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
@@ -331,7 +336,7 @@ def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, 
     from autoplace.host import Cache
     from autoplace.host._machine import probe, probe_key
 
-    tuned = env()
+    tuned = env(tune_options=WHOLE)  # what the command line asks
     cache = Cache(env.cache)
     cache.write(
         cache.machine_path(probe_key(probe())),
@@ -377,16 +382,17 @@ def test_widths_are_part_of_the_study_and_the_look_up(env, monkeypatch, capsys):
 
     url = f"sqlite:///{env.cache.parent / 'team.db'}"
     backend = SyntheticBackend(slowdown=_wider_is_faster)
+    # the whole default space: what the command line's look-ups below ask
     searched = autoplace.tune(
-        env.model, widths=(64, 128), storage=url, out=None, backend=backend, **SPACE
+        env.model, widths=(64, 128), storage=url, out=None, backend=backend, confirm=2
     )
     assert searched.best.config.width == 128
     assert "-w64-128-throughput-" in searched.study_name  # its own study, named for them
-    default = env(storage=url, on_miss="raise", backend=backend)
+    default = env(storage=url, on_miss="raise", backend=backend, tune_options=WHOLE)
     assert (default.source, default.width) == ("study", 64)
     assert any("the study's pick over every width it searched is width 128" in line
                for line in default.limits)  # fmt: skip
-    wide = env(storage=url, on_miss="raise", backend=backend, widths=[128])
+    wide = env(storage=url, on_miss="raise", backend=backend, widths=[128], tune_options=WHOLE)
     assert (wide.source, wide.width, wide.exact) == ("study", 128, True)
     assert wide.why and wide.margin is not None  # the study's own pick, with its margin
     # the command line, as a launcher runs it: the same answers
@@ -418,11 +424,12 @@ def test_a_tunes_answer_remembered_is_found_by_name_or_without(tmp_path):
         storage=f"journal:///{tmp_path / 'elsewhere.log'}",  # not where recommend looks
         out=None,
         backend=SyntheticBackend(),
-        **SPACE,
+        **WHOLE,
     )
     cache = tmp_path / "cache"
     written = remember(result, result.devices, cache_dir=cache)
-    assert len(written) == 2  # asked without a name; resolved to the file's workload's
+    assert len(written.paths) == 2  # asked without a name; resolved to the file's workload's
+    assert written.narrower == ()
     best = result.best.config
     for workload in (None, result.answer.workload.name):
         found = autoplace.recommend(model, workload=workload, cache_dir=cache, on_miss="raise")
@@ -449,9 +456,24 @@ def test_a_launcher_finds_what_autoplace_tune_measured(tmp_path, monkeypatch, ca
         main(args)
     assert info.value.code == 0, capsys.readouterr().err
     picked = json.loads(capsys.readouterr().out)["recommendation"]
-    found = autoplace.recommend(str(model), workload="mlp", on_miss="raise")
-    assert found.source == "cache"
+    # a launcher asking the same narrowed question finds the CLI's answer (issue 47: the
+    # CLI caches only an answer to a launcher's whole question, so this one is not cached)
+    asked = {"batch_sizes": (4, 8), "precisions": ("float32",)}
+    found = autoplace.recommend(str(model), workload="mlp", on_miss="raise", tune_options=asked)
+    assert found.source == "study"  # the command line's default study, ./studies/autoplace.db
     assert (found.batch_size, found.precision) == (picked["batch_size"], picked["precision"])
+    assert (
+        autoplace.recommend(str(model), workload="mlp", on_miss="raise", tune_options=asked).source
+        == "cache"
+    )  # cached on the way
+    # the whole question (every batch size and precision) is not answered by this tune
+    with pytest.raises(NoAnswerError, match="searched less than this look-up asks"):
+        autoplace.recommend(str(model), workload="mlp", on_miss="raise")
+    # after `autoplace cache clear`, the command line's default study is looked in again
+    with pytest.raises(SystemExit):
+        main(["cache", "clear"])
+    again = autoplace.recommend(str(model), workload="mlp", on_miss="raise", tune_options=asked)
+    assert again.source == "study"
 
 
 @pytest.mark.parametrize("name", ["gone.db", "gone.log"])
@@ -461,3 +483,55 @@ def test_a_look_up_in_a_study_file_that_is_not_there_makes_none(env, tmp_path, n
     assert not (tmp_path / name).exists()
     assert env(storage=str(tmp_path / name), on_miss="fallback").source == "fallback"
     assert not (tmp_path / name).exists()
+
+
+def test_a_narrowed_tune_never_replaces_the_answer_to_a_wider_question(tmp_path, monkeypatch):
+    """Issue 47: after the whole tune, a tune narrowed to batch 32, float32 (the same study:
+    its identity holds the widths, not the batch sizes) replaced the study's answer and the
+    cache's, and every launcher got batch 32; ``explain`` of the narrowed file described the
+    whole tune's pick. Now each question keeps its own answer; a look-up answers from one
+    whose question covers its own; each file is explained within its own space."""
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "model.py"
+    model.write_text("# synthetic\n")
+    cache, url = tmp_path / "cache", f"sqlite:///{tmp_path / 'studies.db'}"
+    backend = SyntheticBackend()
+    whole = autoplace.tune(model, storage=url, out=tmp_path / "whole.toml", backend=backend,
+                           **WHOLE)  # fmt: skip
+    assert len(remember(whole, whole.devices, cache_dir=cache).paths) == 2  # named or not
+    picked = whole.best.config
+    assert picked.batch_size != 32
+    narrow = autoplace.tune(model, storage=url, out=tmp_path / "fixed.toml", backend=backend,
+                            batch_sizes=(32,), precisions=("float32",), confirm=2)  # fmt: skip
+    assert narrow.study_name == whole.study_name  # one study, its measurements shared
+    assert narrow.best.config.batch_size == 32
+    kept = remember(narrow, narrow.devices, cache_dir=cache)
+    assert kept.paths == () and any("batch sizes 32" in n for n in kept.narrower)
+    for storage in (None, url):  # the cache, then the study itself
+        found = autoplace.recommend(model, cache_dir=cache, storage=storage, on_miss="raise",
+                                    backend=backend)  # fmt: skip
+        assert (found.batch_size, found.precision) == (picked.batch_size, picked.precision)
+    # the study keeps both answers, each under its own question
+    attrs = optuna.load_study(study_name=whole.study_name, storage=url).user_attrs
+    answers = {k: v for k, v in attrs.items() if k.startswith("autoplace_answer")}
+    assert sorted(a["question"]["batch_sizes"] == [32] for a in answers.values()) == [False, True]
+    # each file explains its own pick, within its own space
+    wide_said = " ".join(autoplace.explain(tmp_path / "whole.toml").sentences)
+    fixed_said = " ".join(autoplace.explain(tmp_path / "fixed.toml").sentences)
+    assert f"batch={picked.batch_size} " in wide_said or f"batch {picked.batch_size}" in wide_said
+    assert "batch=32 " in fixed_said or "batch 32" in fixed_said
+    assert f"batch={picked.batch_size} " not in fixed_said
+
+
+@pytest.mark.parametrize("on_miss", ["raise", "fallback", "tune"])
+def test_a_file_of_several_workloads_and_none_named_is_one_line_naming_them(tmp_path, on_miss):
+    """Issue 47: it said "nothing cached or stored", named neither workload, and suggested a
+    command without --workload."""
+    model = tmp_path / "two.py"
+    model.write_text(
+        "import autoplace\n\n@autoplace.workload(widths=(8,), default_width=8)\n"
+        "def small(width, dtype): ...\n\n@autoplace.workload\ndef large(width, dtype): ...\n"
+    )
+    with pytest.raises(autoplace.BadInputError, match=r"several workloads \(small, large\)"):
+        autoplace.recommend(model, cache_dir=tmp_path / "cache", on_miss=on_miss,
+                            backend=SyntheticBackend())  # fmt: skip

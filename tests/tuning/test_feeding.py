@@ -92,11 +92,12 @@ def test_a_launcher_is_told_to_prefetch_where_the_feeding_windows_showed_it_help
     dominates its step: two puts in flight ran faster)."""
     model = tmp_path / "m.py"
     model.write_text("# synthetic\n")
+    asked = {"batch_sizes": (256, 4096), "precisions": ("float32",)}
     found = autoplace.recommend(
         model,
         cache_dir=tmp_path / "cache",
         backend=SyntheticBackend(devices=("gpu:0",)),
-        tune_options={"batch_sizes": (256, 4096), "precisions": ("float32",)},
+        tune_options=asked,
     )
     assert found.prefetch_gain is not None and found.prefetch_gain > 1.05
     assert found.prefetch and found.env()["AUTOPLACE_PREFETCH"] == "1"
@@ -106,5 +107,6 @@ def test_a_launcher_is_told_to_prefetch_where_the_feeding_windows_showed_it_help
         cache_dir=tmp_path / "cache",
         backend=SyntheticBackend(devices=("gpu:0",)),  # lists its devices: no worker
         on_miss="raise",
+        tune_options=asked,
     )
     assert again.source == "cache" and again.prefetch_gain == found.prefetch_gain
