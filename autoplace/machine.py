@@ -228,6 +228,9 @@ class Interference:
         cpu_share: the CPU time the measured process got over wall time x cores.
         load: the 1-minute load average at the end.
         measurements: how many measurements this sums up.
+        lock_waiters: the most other autoplace processes seen waiting for the device's
+            timing lock when a measurement's timing ended (``None``: not known). They
+            count in ``uptime``'s load average, but do not run while autoplace times.
     """
 
     cores: int
@@ -236,6 +239,7 @@ class Interference:
     cpu_share: float | None
     load: float | None
     measurements: int
+    lock_waiters: int | None = None
 
     @property
     def busy(self) -> bool:
@@ -257,6 +261,11 @@ class Interference:
             parts.append(f"some task waiting for a CPU {self.cpu_pressure:.0%} of the time")
         if self.load is not None:
             parts.append(f"load average {self.load:.1f}")
+        if self.lock_waiters:
+            parts.append(
+                f"{self.lock_waiters} other autoplace process(es) waiting for their turn to "
+                "time (counted in uptime's load average; not running while this one timed)"
+            )
         return ", ".join(parts) or "no figures from this machine"
 
     def as_dict(self) -> dict[str, Any]:
@@ -274,6 +283,7 @@ class Interference:
             values = [getattr(m, name) for m in rows if getattr(m, name) is not None]
             return sum(values) / len(values) if values else None
 
+        waiters = [m.lock_waiters for m in rows if getattr(m, "lock_waiters", None) is not None]
         return cls(
             cores=cores(),
             others_running=mean("others_running"),
@@ -281,6 +291,7 @@ class Interference:
             cpu_share=mean("cpu_share"),
             load=load_average(),
             measurements=len(rows),
+            lock_waiters=max(waiters, default=None),
         )
 
 

@@ -136,6 +136,9 @@ class Measurement:
     cpu_pressure: float | None = None
     #: CPU time the measuring process got over wall time x the cores it may use.
     cpu_share: float | None = None
+    #: Other autoplace processes waiting for this device's timing lock when its timing ended:
+    #: ``uptime``'s load average counts them, though they do not run while it times.
+    lock_waiters: int | None = None
     #: Page faults of the measuring process per step, over the later half of its timed
     #: chunks (the first fill the allocator's caches): a step whose temporaries are mapped
     #: afresh every step (too large for the allocator to keep) faults thousands of times.

@@ -130,10 +130,14 @@ def parse_ints(text: str, what: str) -> list[int]:
         else:
             values = [int(t) for t in parse_list(text, what)]
     except ValueError:
-        raise BadInputError(
-            f"cannot read {what} {text!r}: give a list like 16,32,64 or a range like 8..1024 "
-            "(powers of two)"
-        ) from None
+        bad = next((t for t in text.replace("..", ",").split(",") if not t.strip().isdigit()), "")
+        which = f" ({bad.strip()!r} is not a whole number)" if bad.strip() else ""
+        like = (
+            "a list like 16,32,64 or a range like 8..1024 (powers of two)"
+            if what == "batch sizes"
+            else "a list of whole numbers like 64,128"
+        )
+        raise BadInputError(f"cannot read {what} {text!r}{which}: give {like}") from None
     if ".." in text:
         if not (_power_of_two(low) and _power_of_two(high)):
             raise BadInputError(

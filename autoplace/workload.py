@@ -222,6 +222,19 @@ def describe_exception(exc: BaseException, path: Path | None = None) -> str:
     return f"{text} ({where})" if where else text
 
 
+def _import_fix(exc: BaseException) -> str:
+    """What to do about a model file that failed to import: install what it imports where
+    that is missing (the file is fine), else fix the file."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".")[0]
+        return (
+            f"the file is fine, but {top!r} is not installed in this Python ({sys.executable}): "
+            f"install the package that provides it there (often `pip install {top}`), then run "
+            "again"
+        )
+    return "fix the file and run again"
+
+
 def import_model_file(path: Path) -> Any:
     """Import the file as a fresh module. Raises :class:`ModelFileError` on any failure."""
     module_name = f"_autoplace_model_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
@@ -242,7 +255,7 @@ def import_model_file(path: Path) -> Any:
             raise ModelFileError(located(exc, path)) from exc
         raise ModelFileError(
             f"model file {path} failed to import: {describe_exception(exc, path)}; "
-            "fix the file and run again"
+            + _import_fix(exc)
         ) from exc
     finally:
         sys.path.remove(str(path.parent))

@@ -14,7 +14,7 @@ from typing import Any
 
 from autoplace.measuring._backend import Backend, InProcessBackend
 from autoplace.measuring._client import SubprocessBackend
-from autoplace.measuring._lock import timing_lock
+from autoplace.measuring._lock import timing_lock, waiting
 from autoplace.measuring._measure import check_device, measure, resolve_workload
 from autoplace.measuring._progress import Progress
 from autoplace.measuring._timing import relative_spread, summarize, time_interleaved, time_steps
@@ -58,4 +58,5 @@ __all__ = [
     "timing_lock",
     "tree_bytes",
     "user_phase",
+    "waiting",
 ]

@@ -298,7 +298,10 @@ class Engine:
     def _deviation(
         self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, out: Any
     ) -> float | None:
-        """Deviation of ``out`` from the float32 workload's first output on the same batch."""
+        """Deviation of ``out`` from the float32 workload's first output on the same batch
+        (``None`` where either is not finite: nothing to compare)."""
+        if not all_finite(out):
+            return None
         config = request.config
         key = (request.model_file, request.sha256, request.workload, width, config.batch_size)
         key += (request.settings.seed,)  # the reference must see the same batch

@@ -6,7 +6,10 @@ device it runs on, a file in the folder every autoplace process on the host shar
 (:func:`autoplace.host.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
 the well-kept library for it (the OS releases the lock of a killed process). The CPU
 devices of one host are one lock: JAX's virtual CPU devices share the same cores. A
-process that has to wait is told who holds the lock, and says so.
+process that has to wait is told who holds the lock, and says so; while it waits it
+leaves a mark beside the lock (``KEY.wait-PID``), so that the process timing can say how
+many others wait for it (:func:`waiting`): they count in ``uptime``'s load average, though
+they do not run while it times.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from autoplace.host import lock_dir
+from autoplace.host import lock_dir, process_alive
 
 
 def lock_key(device: str) -> str:
@@ -43,10 +46,28 @@ def timing_lock(
             except Timeout:
                 if on_wait is not None:
                     on_wait(f"waiting: {_holder(key)} is timing on {key}")
-                lock.acquire()
+                mark = folder / f"{key}.wait-{os.getpid()}"
+                mark.touch()
+                try:
+                    lock.acquire()
+                finally:
+                    mark.unlink(missing_ok=True)
             held.callback(lock.release)
             _owner_file(key).write_text(str(os.getpid()))
         yield
+
+
+def waiting(devices: Sequence[str]) -> int:
+    """How many other processes wait now for the timing lock of any of ``devices``
+    (their marks, of processes still alive)."""
+    pids: set[int] = set()
+    for key in {lock_key(d) for d in devices}:
+        for mark in lock_dir().glob(f"{key}.wait-*"):
+            with contextlib.suppress(ValueError):
+                pid = int(mark.name.rsplit("-", 1)[1])
+                if pid != os.getpid() and process_alive(pid):
+                    pids.add(pid)
+    return len(pids)
 
 
 def _owner_file(key: str) -> Path:

@@ -61,8 +61,8 @@ def relative_deviation(out: Any, ref: Any) -> float | None:
         compared += 1
         num += float(np.sum((a64 - b64) ** 2))
         den += float(np.sum(b64**2))
-    if not compared:
-        return None
+    if not compared or not (math.isfinite(num) and math.isfinite(den)):
+        return None  # a NaN output is not "0% from float32": nothing to compare
     if den == 0.0:
         return 0.0 if num == 0.0 else None
     return math.sqrt(num / den)

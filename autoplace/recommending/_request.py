@@ -75,7 +75,10 @@ class RecommendRequest:
             ("on_busy", self.on_busy, ("wait", "fallback")),
         ):
             if value not in allowed:
-                raise BadInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+                # The command line's flag where there is one, and the argument's name.
+                flag = "--" + name.replace("_", "-")
+                named = f"{flag} ({name} in Python)" if name != "on_busy" else name
+                raise BadInputError(f"{named} must be one of {', '.join(allowed)}, got {value!r}")
         if not 0.0 <= self.memory_margin < 1.0:
             raise BadInputError(
                 f"memory_margin is a fraction of memory in [0, 1), got {self.memory_margin}"

@@ -86,7 +86,9 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         return
     console.print(_best_table(result))
     failed = result.standing.failed
+    over = result.document["study"].get("over_memory", [])
     failures = f", {len(failed)} of them failed" if failed else ""
+    failures += f", {len(over)} over --max-memory" if over else ""
     console.print(
         f"{len(result.measurements)} of {len(result.space)} configurations measured{failures}; "
         f"{result.new_trials} measurements this run (references and confirmations included) "
@@ -100,7 +102,12 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     if len(rest) > 8:
         console.print(f"  … and {len(rest) - 8} more (see --json)")
     if result.best is None:
-        console.print("[red]no configuration ran successfully: nothing to recommend[/]")
+        nothing = (
+            "every configuration that ran needs more memory than --max-memory allows"
+            if over
+            else "no configuration ran successfully"
+        )
+        console.print(f"[red]{nothing}: nothing to recommend[/]")
         _notes_out(result, console)
         return
     b = result.best.measurement

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from autoplace.config import Config
 from autoplace.errors import StorageError
 from autoplace.measurement import Measurement
-from autoplace.measuring import Backend, timing_lock
+from autoplace.measuring import Backend, timing_lock, waiting
 from autoplace.study import History, StudyLog
 from autoplace.tuning._group import Requester, measure_group, record_group, score
 from autoplace.tuning._next import next_group
@@ -157,6 +157,8 @@ class Loop:
             self.waiting = None
             results = measure_group(self.backend, self.requests(group, phase), phase, history,
                                     self.plan.steps_per_call, self.hears.on_progress)  # fmt: skip
+            queued = waiting([c.device for c in group])
+            results = [dataclasses.replace(m, lock_waiters=queued) for m in results]
         try:
             record_group(self.log, self._tickets, results, self.plan.objective)
         finally:  # what the storage would not take, the log kept for the resume

@@ -98,6 +98,11 @@ class TuneRequest:
                 raise BadInputError(
                     f"{option} is empty: give a name, or leave {option} out for the default"
                 )
+        if self.out is not None and Path(self.out).is_dir():
+            raise BadInputError(
+                f"--out {shown(Path(self.out))} is a folder: give the recommendation file's "
+                f"path, e.g. --out {shown(Path(self.out) / 'autoplace.toml')}"
+            )
         if self.out is not None and Path(self.out).suffix.lower() != ".toml":
             out = Path(self.out)
             raise BadInputError(

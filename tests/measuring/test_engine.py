@@ -609,6 +609,20 @@ def test_nonfinite(inproc: InProcessBackend) -> None:
     assert m.finite is False
     assert m.measured  # it ran: the timings are real
     assert m.step_s > 0
+    # nothing to compare with float32: not "0.0% from float32" (issue 47)
+    assert m.deviation_vs_float32 is None
+
+
+def test_a_nan_output_deviates_by_nothing_that_can_be_said() -> None:
+    """Issue 47: a NaN step read "vs float32 0.0%"; neither NaN against float32's output
+    nor float32's own NaN is a deviation."""
+    from autoplace.measuring._xla import relative_deviation
+
+    fine, nan = np.ones(4, np.float32), np.array([1.0, np.nan, 1.0, 1.0], np.float32)
+    assert relative_deviation(fine, fine) == 0.0
+    assert relative_deviation(nan, fine) is None
+    assert relative_deviation(fine, nan) is None
+    assert relative_deviation(nan, nan) is None
 
 
 def test_error_in_the_step_names_the_model_file_line(inproc: InProcessBackend) -> None:

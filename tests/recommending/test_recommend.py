@@ -240,7 +240,7 @@ def test_a_fallback_for_a_width_the_file_does_not_declare_is_refused_as_a_tune_w
 
 def test_bad_options_are_one_line(env):
     for kwargs, fragment in (
-        ({"on_miss": "maybe"}, "on_miss must be one of"),
+        ({"on_miss": "maybe"}, r"--on-miss \(on_miss in Python\) must be one of"),
         ({"memory_margin": 1.5}, "memory_margin"),
         ({"max_batch_size": 0}, "max_batch_size"),
         ({"objective": "speed"}, "unknown objective"),

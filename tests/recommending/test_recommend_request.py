@@ -12,8 +12,11 @@ from autoplace import BadInputError, RecommendRequest, recommend
 @pytest.mark.parametrize(
     ("options", "names"),
     [
-        ({"on_miss": "guess"}, "on_miss must be one of tune, fallback, raise"),
-        ({"on_stale": "ignore"}, "on_stale must be one of"),
+        (
+            {"on_miss": "guess"},
+            r"--on-miss \(on_miss in Python\) must be one of tune, fallback, raise",
+        ),
+        ({"on_stale": "ignore"}, r"--on-stale \(on_stale in Python\) must be one of"),
         ({"on_busy": "spin"}, "on_busy must be one of"),
         ({"memory_margin": 1.0}, "memory_margin"),
         ({"memory_margin": -0.1}, "memory_margin"),
