@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autoplace.measuring import timing_lock
+from autoplace.measuring import timing_lock, waiting
 from autoplace.measuring._lock import lock_key
 
 
@@ -24,7 +24,7 @@ def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     waiter = textwrap.dedent(
         """
         import sys, time
-        from autoplace.measuring import timing_lock
+        from autoplace.measuring import timing_lock, waiting
         say = lambda line: print("waiting:", line, flush=True)
         with timing_lock(["cpu:1"], say):
             print("took it at", time.monotonic(), flush=True)
@@ -33,6 +33,11 @@ def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     with timing_lock(["cpu:0"]):
         child = subprocess.Popen([sys.executable, "-c", waiter], stdout=subprocess.PIPE, text=True)
         heard = child.stdout.readline()  # blocks until the other waits (or ends)
+        # the holder can tell that one process waits for it (what uptime counts); its mark is
+        # left just before its wait: looked for until it is there, however slow the machine
+        while waiting(["cpu:0"]) == 0 and child.poll() is None:
+            time.sleep(0.01)
+        assert waiting(["cpu:0"]) == 1 and waiting(["gpu:0"]) == 0
         released = time.monotonic()
     out, _ = child.communicate(timeout=600)
     assert heard.startswith("waiting:"), heard + out
@@ -46,3 +51,13 @@ def test_an_unheld_lock_is_taken_at_once_and_says_nothing():
     with timing_lock(["gpu:7"], heard.append):
         pass
     assert heard == []
+
+
+def test_a_mark_left_by_a_dead_process_counts_for_nothing(tmp_path, monkeypatch):
+    from autoplace.host import LOCK_DIR_ENV
+
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
+    (tmp_path / f"cpu.wait-{os.getppid()}").touch()  # a live process (the test runner's parent)
+    (tmp_path / "cpu.wait-999999999").touch()  # no such process
+    (tmp_path / f"cpu.wait-{os.getpid()}").touch()  # this process's own is not another's
+    assert waiting(["cpu:0"]) == 1
