@@ -21,7 +21,8 @@ from typing import Any
 #: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
 #: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
 #: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
-#: Version 3: ``question`` (what the tune searched) and the workload's default batch sizes.
+#: Version 3: ``question`` (what the tune searched) and the workload's default batch sizes;
+#: comparisons as a ratio and its interval (``within`` for what cannot be told apart).
 ANSWER_SCHEMA = 3
 
 
@@ -152,8 +153,9 @@ class Candidate:
 
 @dataclasses.dataclass(frozen=True)
 class Compared:
-    """A configuration compared with the pick: how many times better the pick is, with
-    the interval and the verdict (see ``autoplace.tuning``'s margin)."""
+    """A configuration compared with the pick: how many times better the pick is, with its
+    95% interval and the verdict (``faster``, ``within``: cannot be told apart here,
+    ``slower``; see ``autoplace.tuning``'s comparisons), over ``windows`` windows."""
 
     device: str
     batch_size: int
@@ -164,9 +166,6 @@ class Compared:
     high: float | None
     verdict: str | None
     windows: int | None
-    margin: float | None
-    noise: float | None
-    significant: bool | None
 
 
 @dataclasses.dataclass(frozen=True)

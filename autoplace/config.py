@@ -79,6 +79,11 @@ class Config:
         ):
             raise BadInputError(f"width must be a whole number of at least 1, got {self.width!r}")
 
+    @property
+    def arm(self) -> Arm:
+        """Its device, precision and width: the axes its batch sizes share."""
+        return (self.device, self.precision, self.width)
+
     def label(self) -> str:
         width = "" if self.width is None else f" width={self.width}"
         return f"{self.device} batch={self.batch_size} {self.precision}{width}"

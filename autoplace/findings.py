@@ -28,8 +28,8 @@ class BusyMachine:
 
     Attributes:
         interference: what the machine showed, over those measurements.
-        resolution: the smallest difference the verdict could tell apart here (half the
-            widest interval around the pick's comparisons), ``None`` when unknown.
+        resolution: how close two configurations could be and still be ordered here (the
+            widest half-width of the pick's comparisons, a fraction), ``None`` when unknown.
         policy: the ``--if-busy`` policy in force.
     """
 
@@ -39,11 +39,13 @@ class BusyMachine:
     kind: ClassVar[str] = "busy_machine"
 
     def text(self) -> str:
-        told = (
-            f"; differences under ±{units.percent(self.resolution)} cannot be told apart here"
-            if self.resolution is not None
-            else ""
-        )
+        r = self.resolution
+        if r is None:
+            told = ""
+        elif r >= CANNOT_TELL:
+            told = "; busy: it cannot tell its finalists apart at all"
+        else:
+            told = f"; differences under ±{units.percent(r)} cannot be told apart here"
         return f"the machine was busy: {self.interference.describe()}{told}"
 
     @property
@@ -60,71 +62,58 @@ class BusyMachine:
         return "rerun when it is idle (`uptime` shows the load), or pass --if-busy wait"
 
 
+#: A resolution at or above this (a ratio's interval spanning 2x) tells nothing apart.
+CANNOT_TELL = 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class CannotTellApart:
-    """The pick could not be told apart from other configurations.
+    """The pick could not be told apart from other configurations timed in its windows.
 
     Attributes:
         pick: the recommended configuration, in words.
-        others: the confirmed finalists it could not be told apart from, closest first.
-        within: the half-width of the widest interval among them (a fraction).
-        windows: the confirmation windows those comparisons rest on.
-        searched: configurations only the search measured that it could not be told
-            apart from on the search's figures, closest first.
-        searched_within: the half-width of the widest interval among those.
-        predicted: batches the search did not measure that the cost model says could be as
-            good, closest first.
-        quiet: whether the machine was quiet while the windows were timed (``False``: busy;
-            ``None``: not known). On a quiet machine the spread between windows is how far
-            a figure moves from one fresh process to the next there, and a rerun meets it
-            again: the fix does not send the user to a quieter machine they already had
-            (issue 36).
+        others: the finalists it could not be told apart from, closest first.
+        within: the machine's resolution here (a fraction): how close two configurations
+            could be and still be ordered.
+        windows: the windows in fresh processes those comparisons rest on.
+        quiet: whether the machine was quiet while they were timed (``False``: busy;
+            ``None``: not known). On a quiet machine that spread is how far a figure moves
+            from one fresh process to the next there, and a rerun meets it again.
+        machine: what the machine showed meanwhile, in words (its load as ``uptime``
+            counts it, and why that can read high on a quiet machine).
     """
 
     pick: str
     others: tuple[str, ...]
     within: float | None
     windows: int
-    searched: tuple[str, ...] = ()
-    searched_within: float | None = None
-    predicted: tuple[str, ...] = ()
     quiet: bool | None = None
+    machine: str | None = None
     kind: ClassVar[str] = "cannot_tell_apart"
 
     def text(self) -> str:
-        parts = []
-        if self.others:
-            parts.append(f"{_some(self.others)} ({_within(self.within)})")
-        if self.searched:
-            parts.append(
-                f"{_some(self.searched)} (on the search's figures alone: "
-                f"{_within(self.searched_within)})"
-            )
-        if self.predicted:
-            parts.append(f"{_some(self.predicted)} (predicted by the cost model, not measured)")
-        return f"{self.pick}, or any of " + "; ".join(parts)
+        return f"{self.pick}, or any of {_some(self.others)} ({_within(self.within, self.quiet)})"
 
     @property
     def cause(self) -> str:
-        if self.others:
-            return (
-                f"their differences are smaller than the spread between the {self.windows} "
-                "windows they were timed in, each in fresh processes"
-            )
-        return "their differences are smaller than the spread of the search's measurements"
+        return (
+            f"their differences are smaller than the spread between the {self.windows} "
+            "windows they were timed in, each in fresh processes"
+        )
 
     @property
     def fix(self) -> str:
-        if self.others and self.quiet:
+        if self.quiet:
+            seen = f" ({self.machine})" if self.machine else ""
             return (
-                "any of them will do here: the machine was quiet, so that is how far a figure "
-                "moves from one fresh process to the next on it, and a rerun would meet the "
-                "same spread; choose among them by memory or precision if either matters"
+                f"any of them will do here: the machine was quiet{seen}, so that is how far a "
+                "figure moves from one fresh process to the next on it, and a rerun would meet "
+                "the same spread; choose among them by memory or precision if either matters"
             )
         rerun = "any of them will do here; to separate them, rerun with --remeasure"
         if self.quiet is None:
             return f"{rerun} on a quiet machine"
-        return rerun if self.quiet else f"{rerun} when the machine is idle"
+        return f"{rerun} when the machine is idle"
 
 
 def _some(names: Sequence[str]) -> str:
@@ -133,9 +122,9 @@ def _some(names: Sequence[str]) -> str:
     return ", ".join(names[:4]) + more
 
 
-def _within(half: float | None) -> str:
-    if half is None or half >= 1:
-        return "too few measurements here to tell them apart at all"
+def _within(half: float | None, quiet: bool | None) -> str:
+    if half is None or half >= CANNOT_TELL:
+        return "cannot be told apart here" if quiet else "busy: cannot tell these apart"
     return f"within ±{units.percent(half)} of each other here"
 
 

@@ -158,3 +158,17 @@ def _power_of_two(n: int) -> bool:
 def _next_power(n: int) -> int:
     """The smallest power of two at least ``n``."""
     return 1 << max(0, n - 1).bit_length()
+
+
+#: A ratio whose interval's high end is more than this many times its low one carries no
+#: figure worth printing (as on a busy machine): the ratio alone is said.
+CARRIED = 2.0
+
+
+def ratio(value: float, low: float | None = None, high: float | None = None) -> str:
+    """A ratio with its 95% interval, as every renderer writes it: ``1.36x (95%: 1.29–1.43)``;
+    the ratio alone where the interval is unknown or too wide to say anything
+    (:data:`CARRIED`). Never ``1.36 ± 0.07``: a ratio's interval is not symmetric."""
+    if low is None or high is None or low <= 0 or not high / low <= CARRIED:
+        return f"{value:.2f}x"
+    return f"{value:.2f}x (95%: {low:.2f}–{high:.2f})"

@@ -14,8 +14,7 @@ def an_answer() -> Answer:
                      "measured", None)  # fmt: skip
     other = Candidate("cpu:0", 128, "bfloat16", 16, 1.4e5, False, 2e-3, 2.1e-3, 0.3, 2**21,
                       "predicted", 0.01)  # fmt: skip
-    closest = Compared("cpu:0", 128, "bfloat16", 16, 1.07, 0.98, 1.17, "undecided", 2,
-                       0.07, 0.05, False)  # fmt: skip
+    closest = Compared("cpu:0", 128, "bfloat16", 16, 1.07, 0.98, 1.17, "within", 2)
     return Answer(
         schema=2,
         created="2026-11-25T02:00:00+00:00",

@@ -99,4 +99,6 @@ def test_a_version_2_file_is_still_read_and_shown(tmp_path, capsys):
 
     recommendation_report(back)
     out = " ".join(capsys.readouterr().out.split())
-    assert "against the closest: 10.5% ahead (noise ±3.7%): a real difference" in out
+    # said as every comparison is now: a ratio and its interval, never "10.5% ahead (±3.7%)"
+    assert "against the closest: 1.10x (95%: 1.07–1.14) as fast as cpu:0 batch=32 float16" in out
+    assert "faster in every window" in out

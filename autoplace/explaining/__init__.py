@@ -7,8 +7,6 @@ in sentences.
   faster kernels), ``_memory`` (the largest batch that fits);
 * ``_explanation``: :class:`Explanation`, the answers found; ``_sentences``: them in
   words, most important first;
-* ``_standing``: :func:`explain_standing`, a tuning standing's explanation with its
-  verdict first (``autoplace.explain``, in ``report``, reads it from a study);
 * ``_plots``: the throughput figure and the helpers every figure of the report uses
   (markers placed right on log axes); plotly is imported when a figure is drawn.
 
@@ -37,7 +35,6 @@ from autoplace.explaining._plots import (
     vline,
 )
 from autoplace.explaining._run_length import finish_s, per_sample
-from autoplace.explaining._standing import explain_standing
 from autoplace.explaining._value import Explanation
 
 __all__ = [
@@ -52,7 +49,6 @@ __all__ = [
     "configuration_label",
     "decades",
     "explain_figures",
-    "explain_standing",
     "finish_s",
     "hline",
     "layout",

@@ -31,12 +31,12 @@ class Recommendation:
         score, step_s, compile_s, peak_bytes: the expected score, steady-state seconds per
             step, one-off lowering + compile seconds and peak device memory, as measured
             (``None`` for a fallback).
-        margin, noise: how far it beat the runner-up (a fraction), and the noise of that
-            comparison (half its 95% interval's width, a fraction too); ``None`` when there
-            was none, or the caller's limits moved the pick away from the measured winner.
-        verdict: what that comparison concluded (``faster``: a real difference; ``ahead``:
-            ahead here, not shown to hold in every window; ``equal``; ``undecided``: they
-            cannot be told apart; ``behind``, ``slower``), or ``None`` with the margin.
+        ratio, low, high: how many times as fast as the runner-up it ran in their windows,
+            and that ratio's 95% interval; ``None`` when there was none, or the caller's
+            limits moved the pick away from the measured winner.
+        verdict: what that comparison concluded (``faster``: in every window, beyond the
+            machine's resolution; ``within``: they cannot be told apart here; ``slower``),
+            or ``None`` with the ratio.
         confirmed: whether it was measured again with the other finalists, in turns.
         measured_at: when the answer was measured (UTC).
         stale_reason: why it is not an exact match (``"jaxlib 0.7.0 → 0.7.1"``, ``"model
@@ -48,7 +48,7 @@ class Recommendation:
         steps_per_call: steps to run in one jitted call (``autoplace.fuse(step, k)`` over
             ``k`` stacked batches): more than one where the tune timed it faster than one
             a call beyond doubt or 5% ahead on the estimate, else 1.
-        verdict: see ``margin``.
+        verdict: see ``ratio``.
         prefetch_gain: how many times faster the pick's steps ran with two puts in flight
             (:func:`autoplace.prefetch`) than with a put before each, in the tune's feeding
             windows; ``None``: not timed. ``prefetch`` says whether to use it.
@@ -66,8 +66,9 @@ class Recommendation:
     step_s: float | None = None
     compile_s: float | None = None
     peak_bytes: int | None = None
-    margin: float | None = None
-    noise: float | None = None
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
     confirmed: bool = False
     measured_at: dt.datetime | None = None
     stale_reason: str | None = None
@@ -77,6 +78,11 @@ class Recommendation:
     steps_per_call: int = 1
     verdict: str | None = None
     prefetch_gain: float | None = None
+
+    @property
+    def margin(self) -> float | None:
+        """How far it beat the runner-up, a fraction (``ratio - 1``)."""
+        return None if self.ratio is None else self.ratio - 1
 
     @property
     def prefetch(self) -> bool:
@@ -118,7 +124,7 @@ class Recommendation:
         parts = [f"{self.source}, measured {when}"]
         if self.score is not None and self.unit:
             parts.append(units.score(self.score, self.unit))
-        if self.margin is not None and self.noise is not None:
+        if self.ratio is not None:
             parts.append(self._against_runner_up())
         if self.stale_reason:
             parts.append(f"stale: {self.stale_reason}")
@@ -126,22 +132,14 @@ class Recommendation:
         return f"{line}. {self.why}" if self.why else line
 
     def _against_runner_up(self) -> str:
-        """The margin over the runner-up with its noise, and what it means: a lead only
-        where the comparison found one; a margin inside its noise cannot be told apart."""
-        noise = f"noise ±{units.percent(self.noise)}"
-        said = {
-            "faster": f"{self.margin:+.1%} over the runner-up, a real difference ({noise})",
-            "ahead": f"{self.margin:+.1%} over the runner-up here, not shown to hold in every "
-            f"window ({noise})",
-            "equal": f"as fast as the runner-up ({self.margin:+.1%}, {noise})",
-            "behind": f"behind the runner-up here ({self.margin:+.1%}, {noise})",
-            "slower": f"slower than the runner-up ({self.margin:+.1%}, {noise})",
-        }
-        if self.verdict in said:
-            return said[self.verdict]
-        if self.verdict == "undecided" or abs(self.margin) <= self.noise:  # type: ignore[operator]
-            return f"cannot be told apart from the runner-up here ({self.margin:+.1%}, {noise})"
-        return f"{self.margin:+.1%} over the runner-up ({noise})"
+        """The runner-up as a ratio with its interval (as the tune said it), and what it
+        means: a lead only where the windows showed one."""
+        figure = units.ratio(self.ratio, self.low, self.high)  # type: ignore[arg-type]
+        if self.verdict == "faster":
+            return f"{figure} the runner-up, faster in every window"
+        if self.verdict == "slower":
+            return f"{figure} the runner-up, slower in every window"
+        return f"{figure} the runner-up: cannot be told apart here"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``measured_at`` as ISO 8601)."""

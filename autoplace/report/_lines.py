@@ -77,12 +77,12 @@ def sentence(compared: dict[str, Any], other: str) -> str:
     """A comparison of the file (``closest``, ``equivalent``) in words, as the tune said it."""
     from autoplace.tuning import Comparison
 
-    fields = ("ratio", "low", "high", "verdict", "windows", "basis")
-    if not all(k in compared for k in fields):  # a file of schema 2: margin and noise only
+    if "ratio" not in compared:  # a file of schema 2: a margin and its noise only
         margin, noise = compared.get("margin", 0.0), compared.get("noise", 0.0)
-        real = "a real difference" if compared.get("significant") else "within the noise"
-        return f"{units.percent(margin)} ahead (noise ±{units.percent(noise)}): {real}"
-    return Comparison(**{k: compared[k] for k in fields}).sentence(other)
+        ratio = 1 + margin
+        compared = {"ratio": ratio, "low": ratio - noise, "high": ratio + noise,
+                    "verdict": "faster" if compared.get("significant") else "within"}  # fmt: skip
+    return Comparison.from_dict(compared).sentence(other)
 
 
 def findings_out(found: list[dict[str, Any]], console: Console) -> None:

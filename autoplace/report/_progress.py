@@ -35,7 +35,7 @@ class TuneProgress:
         self._progress.update(
             self._task,  # type: ignore[arg-type]
             completed=event.new_trials,
-            description=f"{event.phase.value}: measuring {shown}{more}  {self._best}",
+            description=f"{event.phase}: measuring {shown}{more}  {self._best}",
         )
 
     def progress(self, line: str) -> None:
@@ -61,7 +61,7 @@ class TuneProgress:
             return
         result = units.score(event.score, event.objective.unit) if m.status == "ok" else m.status
         self._console.print(
-            f"{self._done:4d} {event.phase.value:7} {config_text(m)}: {result}"
+            f"{self._done:4d} {event.phase:7} {config_text(m)}: {result}"
             f"{'' if m.status == 'ok' else ' (' + m.reason + ')'}  {self._best}",
             highlight=False,
             markup=False,

@@ -45,7 +45,7 @@ def _figure_rows(
     votes = fig.get("score_votes") or []
     fresh = ", a fresh process" if fig.get("fresh_process") else ""
     source = f"figures of its latest window{fresh}" if votes else "figures of the search"
-    score = f"its {len(votes)} windows, drift fitted out" if votes else ""
+    score = f"the geometric mean of its {len(votes)} windows" if votes else ""
     step = _loop(fig.get("step_s"), fig.get("step_spread"), fig.get("step_samples"))
     fed = _loop(fig.get("fed_step_s"), fig.get("fed_step_spread"), fig.get("fed_step_samples"))
     rows = [
@@ -54,7 +54,7 @@ def _figure_rows(
         ("samples/s (fed)", units.rate(fig.get("fed_samples_per_s")), fed[1]),
         ("steady step", step[0], step[1] or "the batch on the device"),
     ]
-    fusing = rec.get("fusing") or {}
+    fusing = rec.get("fuse") or rec.get("fusing") or {}
     k = rec.get("steps_per_call", 1)
     if k > 1 and fusing.get("step_s") is not None:
         rows.append(

@@ -9,18 +9,11 @@ from rich.console import Console
 from rich.table import Table
 
 from autoplace import units
-from autoplace.report._lines import (
-    arms_out,
-    config_text,
-    confirmation,
-    findings_out,
-    narrow_table,
-    per_width,
-    verdict_line,
-)
+from autoplace.findings import as_dict as finding_dict
+from autoplace.report._lines import arms_out, config_text, findings_out, narrow_table, per_width
 
 if TYPE_CHECKING:
-    from autoplace.tuning import TuneResult
+    from autoplace.tuning import Scored, TuneResult
 
 
 def tune_summary(result: TuneResult) -> dict[str, Any]:
@@ -51,41 +44,51 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
 
 
 def _best_table(result: TuneResult) -> Table:
-    """The best of each (device, precision): every column from the loop the score rests on."""
-    obj = result.objective
+    """The best of each (device, precision): the search's figure (every row on one scale),
+    the windows' beside it where it was timed in them, and the rest of that measurement."""
+    obj, standing = result.objective, result.standing
     table = narrow_table(f"Best per device and precision — {obj.describe()}")
     several_widths = len(result.space.widths) > 1
     columns = ["device", "precision", "batch", *(["width"] if several_widths else [])]
-    step_label = {"fed": "fed step", "prefetch": "prefetched step", "step": "step"}[obj.loop]
-    columns += [obj.unit if obj.unit != "s" else "seconds", step_label, "±", "compile", "memory"]
+    step_label = {"fed": "fed step", "prefetch": "prefetched", "step": "step"}[obj.loop]
+    unit = obj.unit if obj.unit != "s" else "seconds"
+    columns += ["search", "windows", step_label, "compile", "memory"]
     for col in columns:
         # No cell is ever wrapped or cut: the widest row fits 80 columns (a log's width).
         table.add_column(
             col, justify="left" if col in ("device", "precision") else "right", no_wrap=True
         )
-    for i, s in enumerate(result.per_device_precision):
+    for i, s in enumerate(standing.per_group):
         m = s.measurement
         cells = [m.device, m.precision, str(m.batch_size)]
         cells += [str(m.width)] if several_widths else []
         cells += [
-            units.seconds(s.score) if obj.unit == "s" else units.rate(s.score),
+            _score(s.searched, obj.unit),
+            _score(s.score, obj.unit) if s.confirmed else "-",
             units.seconds(m.step_time(obj.loop)),
-            units.percent(obj.spread(m)),
             units.seconds(m.compile_s),
             units.size(m.peak_bytes),
         ]
         table.add_row(*cells, style="bold green" if i == 0 else None)
+    table.caption = f"{unit}: the search's, on one scale; the windows', in fresh processes"
+    table.caption_justify = "left"
     return table
+
+
+def _score(score: float | None, unit: str) -> str:
+    if score is None:
+        return "-"
+    return units.seconds(score) if unit == "s" else units.rate(score)
 
 
 def tune_report(result: TuneResult, console: Console | None = None) -> None:
     console = console or Console()
-    obj = result.objective
+    verdict, standing = result.verdict, result.standing
     if result.interrupted and not result.measurements:
         _notes_out(result, console)  # nothing measured: no empty table, no verdict
         return
     console.print(_best_table(result))
-    failed = result.standing.failed
+    failed = standing.failed
     over = result.document["study"].get("over_memory", [])
     failures = f", {len(failed)} of them failed" if failed else ""
     failures += f", {len(over)} over --max-memory" if over else ""
@@ -95,13 +98,14 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         f"— study [bold]{result.study_name}[/] in {result.storage}"
     )
     arms_out(result.document["study"], console)
-    ended = result.standing.ended
+    ended = standing.ended
     rest = [m for m in failed if (m.device, m.precision, m.width) not in ended]
     for m in rest[:8]:
         console.print(f"  [red]{m.status}[/] {config_text(m)}: {m.reason}", highlight=False)
     if len(rest) > 8:
         console.print(f"  … and {len(rest) - 8} more (see --json)")
-    if result.best is None:
+    best = result.best
+    if best is None:
         nothing = (
             "every configuration that ran needs more memory than --max-memory allows"
             if over
@@ -110,30 +114,23 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"[red]{nothing}: nothing to recommend[/]")
         _notes_out(result, console)
         return
-    b = result.best.measurement
-    width = "" if b.width is None else f", width {b.width}"
-    rec = result.document.get("recommendation", {})
-    k = rec.get("steps_per_call", 1)
-    score = units.score(result.best.score, obj.unit)
-    if k > 1:  # the score is one step a call's; the windows timed K against it
-        width += f", {k} steps a call"
-        score += f" at one a call, {rec['fusing']['ratio']:.2f}x that at {k}"
-    console.print(
-        f"[bold green]winner:[/] {b.device}, batch {b.batch_size}, {b.precision}{width}: "
-        f"{score} ({confirmation(len(result.best.votes), b.fresh_process)})"
-    )
-    closest = verdict_line(rec)
-    if closest:
-        console.print(closest, highlight=False)
-    findings_out(result.document.get("findings", []), console)
+    console.print(f"[bold green]winner:[/] {_winner(result)}", highlight=False)
+    ranking = standing.ranking
+    closest = ranking.closest if ranking is not None else None
+    if closest is not None:
+        other, c = closest
+        colour = "green" if c.verdict == "faster" else "yellow"
+        console.print(
+            f"[{colour}]against the closest:[/] {c.sentence(other.config.label())}",
+            highlight=False,
+        )
+    for sentence in verdict.claims:
+        console.print(f"[bold]verdict:[/] {sentence}", highlight=False)
+    findings_out([finding_dict(f) for f in verdict.findings], console)
     per_width(result.document, console)
-    if result.explanation is not None:
-        # The verdict is said above; then the two sentences that say why, and the feeding.
-        said = result.explanation.sentences[1:3]
-        fed = [s for s in result.explanation.sentences if s.startswith(FED_THREE_WAYS)]
-        for sentence in [*said, *(s for s in fed if s not in said)]:
-            console.print(f"[bold]why:[/] {sentence}", highlight=False)
-        console.print("(all of it: autoplace explain" + (f" {result.out})" if result.out else ")"))
+    for sentence in (*verdict.phases, *verdict.why[:2]):
+        console.print(f"[bold]why:[/] {sentence}", highlight=False)
+    console.print("(all of it: autoplace explain" + (f" {result.out})" if result.out else ")"))
     _notes_out(result, console)
     if result.out:
         what = (
@@ -144,8 +141,27 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
         console.print(f"{what} to [bold]{result.out}[/]")
 
 
-#: How the explanation's sentence on the pick fed three ways begins.
-FED_THREE_WAYS = "Fed three ways"
+def _winner(result: TuneResult) -> str:
+    """The pick in one line: where, how, its figure and what it rests on."""
+    best, standing, obj = result.best, result.standing, result.objective
+    assert best is not None
+    b = best.measurement
+    width = "" if b.width is None else f", width {b.width}"
+    k = standing.steps_per_call
+    score = units.score(best.score, obj.unit)
+    fused = standing.fused
+    if k > 1 and fused is not None:
+        width += f", {k} steps a call"
+        score += f" at one a call, {fused.figure()} that at {k}"
+    return f"{b.device}, batch {b.batch_size}, {b.precision}{width}: {score} ({_rests(best)})"
+
+
+def _rests(best: Scored) -> str:
+    n = len(best.windows)
+    if not n:
+        return "search only, not confirmed"
+    windows = f"{n} window{'s' if n > 1 else ''}"
+    return f"the geometric mean of {windows}, each finalist in a fresh process"
 
 
 def _notes_out(result: TuneResult, console: Console) -> None:

@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
-from autoplace.study._trials import StoredPhase
+
+#: A phase's measurements, each with its configuration, oldest first.
+Measured = tuple[tuple[Config, Measurement], ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,39 +17,34 @@ class History:
     """What a study holds, oldest first.
 
     Attributes:
-        searches: every finished search measurement, with its configuration: the
-            groups the drift fit rests on.
-        confirmed: every confirmation per configuration.
+        measured: every finished measurement by the phase that took it (its name as the
+            study keeps it: ``search``, ``confirm``, ...), each with its configuration.
         pending: the configurations being measured right now, by this process or by
             another worker sharing the study.
-        remedies: every measurement of a remedy's windows per configuration: the pick
-            timed as it is and with a setting that may remedy what it showed (e.g. an
-            allocator setting; ``Measurement.environment`` says which).
-        fused: every measurement of the steps-per-call windows per configuration: the
-            pick timed at one step a call and at several (``Measurement.steps_per_call``).
-        feeding: every measurement of the feeding windows per configuration: the pick and
-            each other device's best, their steps fed three ways (``step_s`` resident,
-            ``fed_step_s`` put, ``prefetch_step_s`` two puts in flight).
         newest: the highest trial number among those read (-1: none); a recommendation
             file records it, so that the measurements its verdict rested on can be read
-            again (:meth:`~._reading.StudyReader.history` ``upto``).
+            again.
     """
 
-    searches: tuple[tuple[Config, Measurement], ...] = ()
-    confirmed: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
+    measured: Mapping[str, Measured] = dataclasses.field(default_factory=dict)
     pending: frozenset[Config] = frozenset()
-    remedies: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
-    fused: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
     newest: int = -1
-    feeding: Mapping[Config, tuple[Measurement, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def searches(self) -> Measured:
+        """The search's measurements, in order: the groups its fit rests on."""
+        return self.measured.get("search", ())
+
+    def of(self, phase: str) -> dict[Config, tuple[Measurement, ...]]:
+        """``phase``'s measurements of each configuration, oldest first."""
+        out: dict[Config, tuple[Measurement, ...]] = {}
+        for c, m in self.measured.get(phase, ()):
+            out[c] = (*out.get(c, ()), m)
+        return out
 
     def __len__(self) -> int:
         """How many finished measurements it holds, in every phase."""
-        return len(self.searches) + sum(
-            len(ms)
-            for held in (self.confirmed, self.remedies, self.fused, self.feeding)
-            for ms in held.values()
-        )
+        return sum(len(found) for found in self.measured.values())
 
     def figures(self) -> dict[Config, Measurement]:
         """Each configuration's latest search measurement that ran (else its latest)."""
@@ -59,24 +56,11 @@ class History:
 
     def only(self, keep: Callable[[Config], bool]) -> History:
         """The part of the history whose configurations ``keep`` accepts."""
-        return History(
-            tuple((c, m) for c, m in self.searches if keep(c)),
-            {c: ms for c, ms in self.confirmed.items() if keep(c)},
-            self.pending,
-            {c: ms for c, ms in self.remedies.items() if keep(c)},
-            {c: ms for c, ms in self.fused.items() if keep(c)},
-            self.newest,
-            {c: ms for c, ms in self.feeding.items() if keep(c)},
-        )
+        kept = {p: tuple((c, m) for c, m in found if keep(c)) for p, found in self.measured.items()}
+        return History(kept, self.pending, self.newest)
 
-    def plus(self, phase: StoredPhase, found: Sequence[tuple[Config, Measurement]]) -> History:
+    def plus(self, phase: str, found: Sequence[tuple[Config, Measurement]]) -> History:
         """This history with ``found`` (configurations just measured in ``phase``) added."""
-        if phase == "search":
-            return dataclasses.replace(self, searches=(*self.searches, *found))
-        key = {"confirm": "confirmed", "remedy": "remedies", "fuse": "fused", "feeding": "feeding"}[
-            phase
-        ]
-        kept = dict(getattr(self, key))
-        for c, m in found:
-            kept[c] = (*kept.get(c, ()), m)
-        return dataclasses.replace(self, **{key: kept})
+        measured = dict(self.measured)
+        measured[phase] = (*measured.get(phase, ()), *found)
+        return dataclasses.replace(self, measured=measured)

@@ -22,8 +22,6 @@ from autoplace.study._trials import ATTR, PARAMS, SYSTEM_ATTR, UID, config_of, r
 
 #: Whether a running trial's owner still measures it (the trial, and the time now).
 Alive = Callable[[Any, dt.datetime], bool]
-#: The phases kept per configuration; the rest (``search``) are kept in order.
-_PER_CONFIG = ("confirm", "remedy", "fuse", "feeding")
 
 
 class StudyReader:
@@ -146,17 +144,8 @@ def _history(
     """The history of the ``finished`` measurements (when, trial number, phase,
     configuration, measurement) and the ``pending`` configurations."""
     finished.sort(key=lambda f: f[:2])
-    kept: dict[str, dict[Config, tuple[Measurement, ...]]] = {p: {} for p in _PER_CONFIG}
+    measured: dict[str, list[tuple[Config, Measurement]]] = {}
     for _, _, phase, c, m in finished:
-        if phase in kept:
-            kept[phase][c] = (*kept[phase].get(c, ()), m)
-    searches = tuple((c, m) for _, _, phase, c, m in finished if phase not in kept)
-    return History(
-        searches,
-        kept["confirm"],
-        frozenset(pending),
-        kept["remedy"],
-        kept["fuse"],
-        max((number for _, number, *_ in finished), default=-1),
-        kept["feeding"],
-    )
+        measured.setdefault(phase, []).append((c, m))
+    newest = max((number for _, number, *_ in finished), default=-1)
+    return History({p: tuple(found) for p, found in measured.items()}, frozenset(pending), newest)

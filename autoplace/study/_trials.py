@@ -12,15 +12,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from autoplace.config import PRECISIONS, Config
 from autoplace.measurement import Measurement
 
-#: How a phase is stored: the search's quick measurements, a confirmation (a duel is a
-#: confirmation too: finalists timed in turns at a longer cap), a remedy's window or a
-#: window of the pick at several steps per call.
-StoredPhase = Literal["search", "confirm", "remedy", "fuse", "feeding"]
+#: How a trial keeps the phase that measured it: the phase's name (``search``,
+#: ``confirm``, ...: ``autoplace.tuning``'s phases; any other is kept as it is).
+StoredPhase = str
 #: Where a trial keeps its whole Measurement: a system attribute (out of the dashboard's
 #: table, which shows the scalar figures below instead); studies written before kept it
 #: in the user attribute of the same name, which is still read.

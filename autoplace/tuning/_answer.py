@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from autoplace.answer import (
     ANSWER_SCHEMA,
     Answer,
@@ -13,8 +11,10 @@ from autoplace.answer import (
     Candidate,
     Compared,
 )
+from autoplace.tuning._compare import Comparison
+from autoplace.tuning._fusing import Fusing
 from autoplace.tuning._judge import Tuned, Verdict
-from autoplace.tuning._margin import Scored
+from autoplace.tuning._scored import Scored
 from autoplace.tuning._standing import Standing
 
 #: The ranked configurations an answer keeps, best first (a study attribute stays small).
@@ -27,9 +27,10 @@ def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
     ranked configuration with the figures a caller's limits are checked against, and the
     explanation's first two sentences as the why."""
     standing, identity = verdict.standing, tuned.identity
-    objective = standing.objective
+    objective, ranking = standing.objective, standing.ranking
     hardware, workload = identity["hardware"], identity["workload"]
-    closest, equals = standing.closest, standing.equivalent
+    closest = ranking.closest if ranking is not None else None
+    group = ranking.group if ranking is not None else []
     return Answer(
         schema=ANSWER_SCHEMA,
         created=created,
@@ -54,9 +55,8 @@ def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
         storage=tuned.storage,
         device_memory=dict(tuned.memory),
         why=tuple(verdict.explanation.sentences[:2]),
-        closest=None if closest is None else _compared(_as_compared(*closest)),
-        equivalent=tuple(_compared(_as_compared(s, c)) for s, c in equals)
-        + tuple(_compared({**_named(c), **x.as_dict()}) for c, x in standing.predicted_equivalent),
+        closest=None if closest is None else _compared(*closest),
+        equivalent=tuple(_compared(s, c) for s, c in group),
         findings=tuple(f.text() for f in verdict.findings),
         candidates=tuple(
             _candidate(s, standing if n == 0 else None)
@@ -66,30 +66,10 @@ def build_answer(verdict: Verdict, tuned: Tuned, created: str) -> Answer:
     )
 
 
-def _named(c: Any) -> dict[str, Any]:
-    return {"device": c.device, "batch_size": c.batch_size, "precision": c.precision,
-            "width": c.width}  # fmt: skip
-
-
-def _as_compared(s: Scored, c: Any) -> dict[str, Any]:
-    return {**_named(s.config), **c.as_dict()}
-
-
-def _compared(c: dict[str, Any]) -> Compared:
-    return Compared(
-        device=c["device"],
-        batch_size=c["batch_size"],
-        precision=c["precision"],
-        width=c.get("width"),
-        ratio=c.get("ratio"),
-        low=c.get("low"),
-        high=c.get("high"),
-        verdict=c.get("verdict"),
-        windows=c.get("windows"),
-        margin=c.get("margin"),
-        noise=c.get("noise"),
-        significant=c.get("significant"),
-    )
+def _compared(s: Scored, c: Comparison) -> Compared:
+    k = s.config
+    return Compared(k.device, k.batch_size, k.precision, k.width, c.ratio, c.low, c.high,
+                    c.verdict, c.windows)  # fmt: skip
 
 
 def _candidate(s: Scored, pick_of: Standing | None = None) -> Candidate:
@@ -98,7 +78,10 @@ def _candidate(s: Scored, pick_of: Standing | None = None) -> Candidate:
     m = s.measurement
     one_off = [x for x in (m.lower_s, m.compile_s) if x is not None]
     k = pick_of.steps_per_call if pick_of is not None else 1
-    fused = pick_of.fusing.figures if pick_of is not None and pick_of.fusing and k > 1 else None
+    fusing = pick_of.fusing if pick_of is not None else None
+    fused = fusing.figures if isinstance(fusing, Fusing) and k > 1 else None
+    feeding = pick_of.feeding if pick_of is not None else None
+    gain = feeding.pick.gain("prefetch") if feeding and feeding.pick.config == s.config else None
     return Candidate(
         device=m.device,
         batch_size=m.batch_size,
@@ -113,13 +96,5 @@ def _candidate(s: Scored, pick_of: Standing | None = None) -> Candidate:
         peak_bytes_source=fused.peak_bytes_source if fused is not None else m.peak_bytes_source,
         deviation_vs_float32=m.deviation_vs_float32,
         steps_per_call=k,
-        prefetch_gain=_prefetch_gain(s, pick_of),
+        prefetch_gain=gain,
     )
-
-
-def _prefetch_gain(s: Scored, pick_of: Standing | None) -> float | None:
-    """How much prefetching sped up the pick's steps in its feeding windows, if timed."""
-    fed = pick_of.feeding if pick_of is not None else None
-    if fed is None or fed.pick.config != s.config:
-        return None
-    return fed.pick.gain("prefetch")

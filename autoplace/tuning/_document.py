@@ -16,9 +16,10 @@ from autoplace.config import Config
 from autoplace.findings import as_dict as finding_dict
 from autoplace.measurement import Measurement
 from autoplace.recommendation import SCHEMA_VERSION
+from autoplace.tuning._compare import Comparison
 from autoplace.tuning._failures import over_memory
 from autoplace.tuning._judge import Tuned, Verdict
-from autoplace.tuning._margin import Comparison, Scored
+from autoplace.tuning._scored import Scored
 from autoplace.tuning._standing import Standing
 
 
@@ -96,35 +97,30 @@ def _study(standing: Standing, tuned: Tuned) -> dict[str, Any]:
 
 
 def _evidence(rec: dict[str, Any], standing: Standing, best: Scored) -> None:
-    """The pick's evidence, added to its ``[recommendation]``: steps per call, windows,
-    feeding, noise, and how it stands against the closest, the finalists and its equals."""
+    """The pick's evidence, added to its ``[recommendation]``: its windows and how they
+    spread, what each phase after the pick found (``[recommendation.<phase>]``), and how it
+    stands against each other finalist, the closest and those it cannot be told apart from."""
     rec["steps_per_call"] = standing.steps_per_call
-    if standing.fusing is not None:
-        # The pick at one step a call against several: what the best K did, and whether it
-        # is recommended (steps_per_call above).
-        rec["fusing"] = standing.fusing.as_dict()
-    rec["windows"] = len(best.rounds)
-    if standing.feeding is not None:
-        # The pick and each other device's best, their steps fed three ways.
-        rec["feeding"] = standing.feeding.as_dict()
-    if standing.noise is not None:
-        rec["noise"] = standing.noise.as_dict()
-    closest = standing.closest
+    rec["windows"] = len(best.windows)
+    for name, result in standing.results.items():
+        found = result.as_dict()
+        if found:
+            rec[name] = found
+    ranking = standing.ranking
+    if ranking is None:
+        return
+    rec["noise"] = ranking.as_dict()
+    closest = ranking.closest
     if closest is not None:
         rec["closest"] = _compared(*closest)
-    beaten = [(s, standing.comparisons[s.config]) for s in standing.ranked[1:]
-              if s.confirmed and s.config in standing.comparisons]  # fmt: skip
-    if beaten:
+    others = ranking.comparisons_by_ratio()
+    if others:
         # The pick against every other confirmed finalist, on their windows.
-        rec["finalists"] = [_compared(s, c) for s, c in beaten]
-    equals = [_compared(s, c) for s, c in standing.equivalent] + [
-        {**_named(c), "confirmed": False, "predicted": True, **x.as_dict()}
-        for c, x in standing.predicted_equivalent
-    ]
-    if equals:
-        # What the pick could not be told apart from (or is equal to beyond doubt), then the
-        # batches the search did not measure that the cost model says could be as good.
-        rec["equivalent"] = equals
+        rec["finalists"] = [_compared(s, c) for s, c in others]
+    group = ranking.group
+    if group:
+        # What the pick cannot be told apart from here, closest first.
+        rec["equivalent"] = [_compared(s, c) for s, c in group]
 
 
 def _arms(arms: Mapping[tuple[str, str, int | None], str]) -> list[dict[str, Any]]:

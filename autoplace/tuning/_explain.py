@@ -25,6 +25,7 @@ from autoplace.study import (
     refuse_foreign_tables,
 )
 from autoplace.tuning._judge import Judged, Verdict, judge
+from autoplace.tuning._plan import Plan
 from autoplace.tuning._reading import (
     cut,
     find_study,
@@ -36,8 +37,7 @@ from autoplace.tuning._reading import (
     stored_url,
 )
 from autoplace.tuning._space import Space
-from autoplace.tuning._standing import Standing
-from autoplace.tuning._verdict import standing
+from autoplace.tuning._standing import Standing, standing
 
 _SECOND = dt.timedelta(seconds=1)
 
@@ -135,7 +135,8 @@ def read_study(
     memory = (doc or {}).get("search_space", {}).get("device_memory") or attrs.get(
         "device_memory", {}
     )
-    now = standing(history, obj, space, judged.max_deviation)
+    plan = Plan.judging(space, obj, judged.max_deviation, judged.steps_per_call)
+    now = standing(history, plan)
     verdict = judge(now, space, memory, judged, _limits_for(doc, attrs), margin)
     if later:
         sentences = (_moved_on(path, doc, later), *verdict.explanation.sentences)

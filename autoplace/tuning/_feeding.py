@@ -7,7 +7,7 @@ with a thread keeping two puts in flight, and 76 µs with the batch on the devic
 (``../shared/gpu-reference/h200-2026-11-26/``): the "fixed cost" of that GPU was the put,
 not dispatch. So, once the verdict is in, the tune times the pick and each other device's
 best with their steps fed each way (:data:`~autoplace.objectives.FEEDINGS`), each in a
-fresh process of its own, in turns, in :data:`~._margin.MIN_WINDOWS` windows, every loop
+fresh process of its own, in turns, in :data:`~._confirm.WINDOWS` windows, every loop
 timed as a confirmation's: (a) a host batch put each step (``fed_step_s``), (b) two puts
 kept in flight by :func:`autoplace.prefetch`'s thread (``prefetch_step_s``), (c) the batch
 resident on the device (``step_s``). :func:`feeding_of` judges them: each one's step per
@@ -26,9 +26,12 @@ from typing import Any
 from autoplace import units
 from autoplace.config import Config
 from autoplace.costs import TIMED_CHUNKS
+from autoplace.findings import Finding
 from autoplace.measurement import Measurement
 from autoplace.objectives import FEEDING_LOOP, FEEDINGS, Objective
-from autoplace.tuning._margin import MIN_WINDOWS
+from autoplace.settings import MeasureSettings
+from autoplace.tuning._confirm import CAP_S, WINDOWS, window_settings
+from autoplace.tuning._phase import BLOCKED, Context, Group, windows_of
 
 #: How each feeding is said.
 SAID = {
@@ -77,9 +80,11 @@ class Fed:
 
 @dataclasses.dataclass(frozen=True)
 class Feeding:
-    """The feeding windows judged: the pick's (first) and each other device's best."""
+    """The feeding windows judged: the pick's (first) and each other device's best, and
+    how the objective feeds its steps (``chosen``)."""
 
     fed: tuple[Fed, ...]
+    chosen: str = "put"
 
     @property
     def pick(self) -> Fed:
@@ -90,10 +95,10 @@ class Feeding:
         timed = [f for f in self.fed if f.rate(feeding)]
         return max(timed, key=lambda f: f.rate(feeding) or 0.0, default=None)
 
-    def sentences(self, chosen: str) -> tuple[str, ...]:
+    def sentences(self) -> tuple[str, ...]:
         """The pick's step fed each way with its gains; and, for each feeding other than
         the ``chosen`` one, the configuration that would win under it where not the pick."""
-        p = self.pick
+        chosen, p = self.chosen, self.pick
         parts = []
         for feeding in FEEDINGS:
             step = p.steps.get(feeding)
@@ -115,6 +120,9 @@ class Feeding:
                 )
         return tuple(out)
 
+    def findings(self) -> tuple[Finding, ...]:
+        return ()
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "fed": [f.as_dict() for f in self.fed],
@@ -126,35 +134,54 @@ class Feeding:
         }
 
 
-def feeding_window(
-    pick: Config | None,
-    bests: Sequence[Config],
-    feeding: Mapping[Config, Sequence[Measurement]],
-    objective: Objective,
-) -> list[Config]:
-    """The configurations to time fed three ways in the next window (the pick first, then
-    each other device's best), or none: for the latency objective (one batch from the
-    host, by definition), or once each has :data:`MIN_WINDOWS` windows that ran."""
-    if pick is None or objective.one_batch:
-        return []
-    group = [pick, *(c for c in bests if c != pick and c.device != pick.device)]
-    done = [_windows(feeding.get(c, ())) for c in group]
-    if min(done) >= MIN_WINDOWS:
-        return []
-    return group if min(done) % 2 == 0 else [group[0], *reversed(group[1:])]
+class Feed:
+    """The feeding phase: see the module docstring."""
+
+    name = "feeding"
+
+    def settings(self, user: MeasureSettings, objective: Objective) -> MeasureSettings:
+        """Every loop timed as a window's ranked loop is."""
+        return dataclasses.replace(
+            window_settings(user, objective),
+            time_cap_s=CAP_S,
+            fed_time_cap_s=CAP_S,
+            prefetch_time_cap_s=CAP_S,
+        )
+
+    def next(self, ctx: Context) -> Group | str | None:
+        """The pick and each other device's best, fed three ways, in the next window (the
+        pick first), or none: for the latency objective (one batch from the host, by
+        definition), or once each has :data:`~._confirm.WINDOWS` windows that ran."""
+        group = _group(ctx)
+        if not group:
+            return None
+        done = [windows_of(ctx.done(self.name, c)) for c in group]
+        if min(done) >= WINDOWS:
+            return None
+        if len(group) > ctx.room or ctx.history.pending.intersection(group):
+            return BLOCKED
+        order = group if min(done) % 2 == 0 else [group[0], *reversed(group[1:])]
+        return Group.of(self.name, order, True)
+
+    def judge(self, ctx: Context) -> Feeding | None:
+        """The feeding windows of the pick and the other devices' bests, judged (``None``:
+        the pick's have not run)."""
+        best = ctx.standing.best
+        held = ctx.history.of(self.name)
+        if best is None or not windows_of(held.get(best.config, ())):
+            return None
+        group = [c for c in _group(ctx) if windows_of(held.get(c, ()))]
+        chosen = ctx.plan.objective.feeding
+        return Feeding(tuple(_fed(c, held[c]) for c in group), chosen)
 
 
-def feeding_of(
-    pick: Config | None,
-    bests: Sequence[Config],
-    feeding: Mapping[Config, Sequence[Measurement]],
-) -> Feeding | None:
-    """The feeding windows of the pick and the other devices' bests, judged (``None``:
-    the pick's have not run)."""
-    if pick is None or not _windows(feeding.get(pick, ())):
-        return None
-    group = [pick, *(c for c in bests if c != pick and c in feeding)]
-    return Feeding(tuple(_fed(c, feeding[c]) for c in group if _windows(feeding.get(c, ()))))
+def _group(ctx: Context) -> list[Config]:
+    """The pick, then each other device's best (none for the latency objective)."""
+    best = ctx.standing.best
+    if best is None or ctx.plan.objective.one_batch:
+        return []
+    pick = best.config
+    return [pick, *(c for c in ctx.standing.device_bests if c.device != pick.device)]
 
 
 def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
@@ -196,8 +223,4 @@ def _fed(c: Config, ms: Sequence[Measurement]) -> Fed:
         values = [t for m in ran if (t := m.step_time(loop))]
         if values:
             steps[feeding] = statistics.median(values)
-    return Fed(c, steps, _windows(ran))
-
-
-def _windows(ms: Sequence[Measurement]) -> int:
-    return len({m.interleave_id or id(m) for m in ms if m.status == "ok"})
+    return Fed(c, steps, windows_of(ran))

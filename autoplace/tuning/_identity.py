@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoplace.config import Config
 from autoplace.devices import DeviceInfo
 from autoplace.host import fingerprint, hardware_key
 from autoplace.objectives import Objective
 from autoplace.settings import MeasureRequest, MeasureSettings
-from autoplace.tuning._group import Requester
-from autoplace.tuning._phases import Phase
+from autoplace.tuning._loop import Requester
+from autoplace.tuning._phase import Want
 from autoplace.tuning._space import Space
 from autoplace.workload import ModelFile, WorkloadInfo
 
@@ -74,14 +73,16 @@ def widths_label(widths: Sequence[int] | None, default_width: int | None) -> str
 
 
 def requester(
-    mf: ModelFile, info: WorkloadInfo, settings: dict[Phase, MeasureSettings]
+    mf: ModelFile, info: WorkloadInfo, user: MeasureSettings, objective: Objective
 ) -> Requester:
-    """How the loop asks for a group's measurements in a phase."""
+    """How the loop turns a phase's want into a request: the phase's settings (from the
+    user's), the want's environment and steps per call."""
+    from autoplace.tuning._phases import PHASES
 
-    def requests(group: Sequence[Config], phase: Phase) -> list[MeasureRequest]:
-        return [
-            MeasureRequest(str(mf.path), mf.sha256, info.name, config, settings[phase])
-            for config in group
-        ]
+    settings = {p.name: p.settings(user, objective) for p in PHASES}
 
-    return requests
+    def request(want: Want, phase: str) -> MeasureRequest:
+        return MeasureRequest(str(mf.path), mf.sha256, info.name, want.config, settings[phase],
+                              env=want.env, steps_per_call=want.steps_per_call)  # fmt: skip
+
+    return request

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from autoplace import units
 from autoplace.answer import Question
-from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_standing
+from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_figures
 from autoplace.findings import Finding
 from autoplace.findings import as_dict as finding_dict
 from autoplace.limits import MachineLimits
+from autoplace.tuning._confirm import REACH
 from autoplace.tuning._findings import findings
-from autoplace.tuning._fusing import untimed
+from autoplace.tuning._scored import Scored
 from autoplace.tuning._space import Space
 from autoplace.tuning._standing import Standing
 
@@ -89,19 +91,46 @@ class Tuned:
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """A study's verdict, every conclusion drawn: the standing (the pick, its comparisons,
-    what it cannot be told apart from), the explanation (why it wins, in sentences, with
-    the cost model behind them) and the findings (what the tune noticed), under
-    ``judged``."""
+    """A study's verdict, every conclusion drawn: the standing (the pick, its ranking, what
+    each phase found), the explanation (why it wins, in sentences, with the cost model
+    behind them) and the findings (what the tune noticed), under ``judged``."""
 
     standing: Standing
     explanation: Explanation
     findings: tuple[Finding, ...]
     judged: Judged
+    #: The explanation's first sentences: the pick's (its ranking's), then each phase's
+    #: after it; the rest are its figures' (the cost models').
+    said: tuple[str, ...] = ()
+    phases: tuple[str, ...] = ()
 
     @property
-    def best(self) -> Any:
+    def best(self) -> Scored | None:
         return self.standing.best
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """What the verdict says beyond the pick and the closest: why a hair behind another
+        it is the pick, what it is faster or slower than beyond the machine's resolution,
+        why a row of the table reads better in the search (the finding says the group)."""
+        ranking = self.standing.ranking
+        if ranking is None:
+            return self.said[1:]
+        closest = ranking.closest
+        return (
+            *ranking.preferred(),
+            *(
+                f"The pick is {c.sentence(s.config.label())}."
+                for s, c in ranking.comparisons_by_ratio()
+                if c.verdict != "within" and (closest is None or s is not closest[0])
+            ),
+            *self.standing.above_pick(),
+        )
+
+    @property
+    def why(self) -> tuple[str, ...]:
+        """What the figures say, after the pick's and the phases' sentences."""
+        return self.explanation.sentences[len(self.said) + len(self.phases) :]
 
     def note(self) -> str:
         """The study's note for optuna-dashboard: why the winner wins, in Markdown."""
@@ -119,29 +148,65 @@ def judge(
     limits: MachineLimits | None = None,
     margin: float = MEMORY_MARGIN,
 ) -> Verdict:
-    """The verdict on ``standing`` (a study's, judged under ``judged``): its explanation,
-    each arm against the machine's ``limits`` where they were measured (``autoplace
-    limits``; a tune never waits on them), the findings, and, where the pick's steps per
-    call were not timed because the windows could not have shown their gain, why
-    (:func:`._fusing.untimed`), after the verdict's sentence."""
-    explanation = explain_standing(
-        standing, space=space, device_memory=memory, margin=margin, limits=limits
+    """The verdict on ``standing`` (a study's, judged under ``judged``): the pick's sentences
+    (the ranking's, each phase's), then the explanation of its figures (each arm against the
+    machine's ``limits`` where they were measured: ``autoplace limits``; a tune never waits
+    on them), and the findings."""
+    best = standing.best
+    spread = standing.search_spread
+    explanation = explain_figures(
+        standing.figures,
+        best.measurement if best else None,
+        [s.measurement for s in standing.per_group[1:]],
+        loop=standing.objective.loop,
+        largest_batch=max(space.batch_sizes),
+        device_memory=memory,
+        margin=margin,
+        noise=spread.sigma if spread is not None else None,
+        busy=standing.busy,
+        limits=limits,
     )
     found = findings(standing, judged.if_busy)
-    explanation = dataclasses.replace(explanation, findings=tuple(map(finding_dict, found)))
-    why = _untimed(standing, space, judged.steps_per_call)
-    if why is not None:
-        first, *rest = explanation.sentences
-        explanation = dataclasses.replace(explanation, sentences=(first, why, *rest))
-    return Verdict(standing, explanation, found, judged)
+    said = (*_verdict_sentences(standing), *standing.above_pick()) if best is not None else ()
+    results = tuple(x for r in standing.results.values() for x in r.sentences())
+    explanation = dataclasses.replace(
+        explanation,
+        sentences=(*said, *results, *explanation.sentences),
+        findings=tuple(map(finding_dict, found)),
+    )
+    return Verdict(standing, explanation, found, judged, said, results)
 
 
-def _untimed(standing: Standing, space: Space, steps_per_call: Sequence[int]) -> str | None:
-    """Why the pick's steps per call were not timed, where they were not (else ``None``)."""
-    best = standing.best
-    if best is None or standing.fusing is not None:
-        return None
-    fixed_batch = len(space.batch_sizes) == 1
-    why = untimed(best.config, standing.figures, standing.objective, steps_per_call,
-                  fixed_batch, standing.noise)  # fmt: skip
-    return None if why is None else why.text()
+def _alone(standing: Standing) -> tuple[str, ...]:
+    """Why the pick was timed in windows alone: nothing else came near it in the search."""
+    pick, objective = standing.best, standing.objective
+    assert pick is not None
+    other = next((s for s in standing.searched if s.config != pick.config), None)
+    if other is None or pick.searched is None:
+        return ()
+    ratio = objective.gain(other.score, pick.searched) + 1
+    return (
+        f"No other configuration came within {REACH:.0%} of it in the search: the next, "
+        f"{other.config.label()}, read {ratio:.2f}x its figure there (the search's figures, "
+        "one shared process), so none was timed beside it in windows.",
+    )
+
+
+#: The most of the search's best a verdict without windows names.
+SEARCH_TOP = 3
+
+
+def _verdict_sentences(standing: Standing) -> tuple[str, ...]:
+    """The pick in words: the ranking's sentences, or, where no window confirmed it, the
+    search's top few, said to be the search's and not confirmed."""
+    ranking = standing.ranking
+    if ranking is not None:
+        alone = len(ranking.ranked) == 1 and len(standing.searched) > 1
+        return (*ranking.sentences(), *(_alone(standing) if alone else ()))
+    top = standing.searched[:SEARCH_TOP]
+    unit = standing.objective.unit
+    named = ", ".join(f"{s.config.label()} ({units.score(s.score, unit)})" for s in top)
+    return (
+        f"{top[0].config.label()} leads the search ({standing.objective.name}); no window in "
+        f"fresh processes confirmed it: the search's top {len(top)}, not confirmed: {named}.",
+    )

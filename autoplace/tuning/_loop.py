@@ -4,17 +4,16 @@ Each pass:
 
 1. reads what the study holds (:class:`~autoplace.study.StudyLog`: this process's
    measurements and those of other workers sharing the storage);
-2. judges it once (:func:`._verdict.standing`);
-3. chooses the next group (:func:`._next.next_group`): the search's, the verdict's
-   windows, the feeding, a remedy, steps per call; or none, and the loop ends;
+2. judges it once (:func:`._standing.standing`);
+3. asks each phase in turn for its next group (:data:`._phases.PHASES`), or ends;
 4. marks the group in flight in the study;
-5. runs it (:mod:`._group`): measured, the group's timed loops taking turns (see
-   :mod:`autoplace.measuring`), recorded, and told to the progress callback.
+5. measures it (its timed loops taking turns, in the shared worker or a window of fresh
+   processes), records each result, and tells the progress callback.
 
 So a configuration is searched once per study (unless ``remeasure``); running the same
 command again resumes; a failed configuration is stored with its status and reason and
-never retried; an interrupt marks the group in flight as interrupted (it is measured
-again on resume) and keeps every finished measurement.
+never retried; an interrupt marks the group in flight as interrupted (it is measured again
+on resume) and keeps every finished measurement.
 """
 
 from __future__ import annotations
@@ -23,23 +22,23 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from autoplace.config import Config
 from autoplace.errors import StorageError
 from autoplace.measurement import Measurement
-from autoplace.measuring import Backend, timing_lock, waiting
-from autoplace.study import History, StudyLog
-from autoplace.tuning._group import Requester, measure_group, record_group, score
-from autoplace.tuning._next import next_group
-from autoplace.tuning._phases import Phase
+from autoplace.measuring import Backend, Progress, timing_lock, waiting
+from autoplace.settings import MeasureRequest
+from autoplace.study import History, StudyLog, Ticket
+from autoplace.tuning._phase import Context, Group, Want
+from autoplace.tuning._phases import PHASES
 from autoplace.tuning._plan import Plan
 from autoplace.tuning._quiet import await_quiet
 from autoplace.tuning._result import GroupEvent, TrialEvent
-from autoplace.tuning._standing import Standing
-from autoplace.tuning._verdict import standing
+from autoplace.tuning._standing import Standing, standing
 
 _NO_LIMIT = 2**40
 #: How often a worker with nothing left but others' measurements in flight looks again.
 PENDING_POLL_S = 1.0
+#: How the loop turns a phase's want into a request to measure.
+Requester = Callable[[Want, str], MeasureRequest]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +67,19 @@ class Hears:
     on_group: Callable[[GroupEvent], None] | None = None
     on_wait: Callable[[str], None] | None = None
     on_progress: Callable[[str], None] | None = None
+
+
+def next_group(plan: Plan, now: Standing, history: History, room: int) -> Group | None:
+    """The first group a phase asks for (see :mod:`._phase`), or none: nothing is left, or
+    a phase cannot start what it needs now (another worker is measuring it)."""
+    if room <= 0:
+        return None
+    ctx = Context(plan, history, now, room)
+    for phase in PHASES:
+        found = phase.next(ctx)
+        if found is not None:
+            return found if isinstance(found, Group) else None
+    return None
 
 
 @dataclasses.dataclass
@@ -101,10 +113,8 @@ class Loop:
             while True:
                 history = self._read()
                 now = self._judge(history)
-                phase, group, reference = next_group(
-                    self.plan, now, history, budget.room(self._new)
-                )
-                if not group and history.pending and budget.room(self._new) > 0:
+                group = next_group(self.plan, now, history, budget.room(self._new))
+                if group is None and history.pending and budget.room(self._new) > 0:
                     # Nothing left but what other workers are measuring right now: wait for
                     # their results (a dead worker's are reclaimed), then judge again.
                     if not waiting:
@@ -116,9 +126,9 @@ class Loop:
                     time.sleep(PENDING_POLL_S)
                     continue
                 waiting, self.waiting = False, None
-                if not group:
+                if group is None:
                     return now, self._new, False
-                self._run_group(phase, group, reference, history, budget)
+                self._run_group(group, history, budget)
         except KeyboardInterrupt:
             self.backend.close()
             if self._tickets:
@@ -129,52 +139,80 @@ class Loop:
                 self.log.abandon(self._tickets, interrupted=False)
             raise
 
-    def _run_group(
-        self,
-        phase: Phase,
-        group: list[Config],
-        reference: Config | None,
-        history: History,
-        budget: Budget,
-    ) -> None:
-        """One group: the verdict's windows wait for quiet (or refuse); claimed in the study;
-        measured under the devices' timing lock; recorded; told."""
-        if phase is not Phase.SEARCH or not self._looked:
+    def _run_group(self, group: Group, history: History, budget: Budget) -> None:
+        """One group: a window waits for quiet (or refuses); claimed in the study; measured
+        under the devices' timing lock; recorded; told."""
+        if group.fresh or not self._looked:
             await_quiet(self.plan.if_busy, self.plan.quiet_wait, self._wait)
             self.waiting, self._looked = None, True
-        stored = phase.stored
-        self._tickets = self.log.claim(self.log.begin(group, stored, reference), stored)
-        group = [t.config for t in self._tickets]
-        if not group:  # all of it claimed by other workers first: judge again shortly
+        begun = self.log.begin(group.configs, group.phase, group.reference)
+        self._tickets = self.log.claim(begun, group.phase)
+        wants = _claimed(group.wants, begun, self._tickets)
+        if not wants:  # all of it claimed by other workers first: judge again shortly
             time.sleep(PENDING_POLL_S)
             return
+        configs = tuple(w.config for w in wants)
         if self.hears.on_group is not None:
-            self.hears.on_group(GroupEvent(phase, tuple(group), self._new, budget.trials))
+            self.hears.on_group(GroupEvent(group.phase, configs, self._new, budget.trials))
         with (
             self.log.keep_alive(self._tickets),
-            timing_lock([c.device for c in group], self._wait),
+            timing_lock([c.device for c in configs], self._wait),
         ):
             self.waiting = None
-            results = measure_group(self.backend, self.requests(group, phase), phase, history,
-                                    self.plan.steps_per_call, self.hears.on_progress)  # fmt: skip
-            queued = waiting([c.device for c in group])
+            results = self._measure(group, wants, history)
+            queued = waiting([c.device for c in configs])
             results = [dataclasses.replace(m, lock_waiters=queued) for m in results]
         try:
-            record_group(self.log, self._tickets, results, self.plan.objective)
+            self._record(results)
         finally:  # what the storage would not take, the log kept for the resume
             self._tickets = []
         self._new += len(results)
         self._count_batches(results)
         if self.hears.on_trial is not None:
-            found = list(zip(group, results, strict=True))
-            self._tell(history.plus(stored, found), results, budget, phase)
+            found = list(zip(configs, results, strict=True))
+            self._tell(history.plus(group.phase, found), results, budget, group.phase)
+
+    def _measure(self, group: Group, wants: Sequence[Want], history: History) -> list[Measurement]:
+        """The wants measured as the group says: together in the shared worker, or each in a
+        fresh process of a window. The float32 comparison is made once per configuration
+        and phase: it does not change."""
+        compared = {c for c, m in history.measured.get(group.phase, ())
+                    if m.deviation_vs_float32 is not None}  # fmt: skip
+        requests = []
+        for want in wants:
+            r = self.requests(want, group.phase)
+            if want.config in compared:
+                r = dataclasses.replace(
+                    r, settings=dataclasses.replace(r.settings, deviation=False)
+                )
+            requests.append(r)
+
+        def progress(p: Progress) -> None:
+            if self.hears.on_progress is not None:
+                self.hears.on_progress(p.what if p.index is None else f"{group.phase}: {p.what}")
+
+        if group.fresh:
+            return self.backend.measure_fresh(requests, progress)
+        return self.backend.measure_together(requests, progress)
+
+    def _record(self, results: Sequence[Measurement]) -> None:
+        """Keep each result: in the study or, when the storage fails for good, where the log
+        keeps what it could not store for the resume; then the last fault's line."""
+        fault: StorageError | None = None
+        for ticket, result in zip(self._tickets, results, strict=True):
+            try:
+                self.log.record(ticket, result, score_of(self.plan, result))
+            except StorageError as exc:
+                fault = exc
+        if fault is not None:
+            raise fault
 
     def _read(self) -> History:
         return self.log.history().only(self.plan.space.__contains__)
 
     def _judge(self, history: History) -> Standing:
         self.newest = history.newest
-        return standing(history, self.plan.objective, self.plan.space, self.plan.max_deviation)
+        return standing(history, self.plan)
 
     def _wait(self, line: str) -> None:
         """Say a wait (``on_wait``), and keep it: an interrupt during it is said so."""
@@ -201,14 +239,24 @@ class Loop:
             return last or self._judge(History())
 
     def _tell(
-        self, history: History, results: Sequence[Measurement], budget: Budget, phase: Phase
+        self, history: History, results: Sequence[Measurement], budget: Budget, phase: str
     ) -> None:
         """Tell the progress callback about each of ``results``, just measured and in
         ``history``, with the best configuration now."""
         assert self.hears.on_trial is not None
-        objective = self.plan.objective
-        best = standing(history, objective, self.plan.space, self.plan.max_deviation).best
+        best = standing(history, self.plan).best
         for m in results:
-            event = TrialEvent(m, score(objective, m), best, self._new, budget.trials, objective,
-                               phase)  # fmt: skip
+            event = TrialEvent(m, score_of(self.plan, m), best, self._new, budget.trials,
+                               self.plan.objective, phase)  # fmt: skip
             self.hears.on_trial(event)
+
+
+def score_of(plan: Plan, m: Measurement) -> float | None:
+    """``m``'s score, ``None`` for a failure."""
+    return plan.objective.score(m) if m.status == "ok" else None
+
+
+def _claimed(wants: Sequence[Want], begun: Sequence[Ticket], kept: Sequence[Ticket]) -> list[Want]:
+    """The wants whose trials this worker claimed (another may have taken some first)."""
+    ids = {t.trial_id for t in kept}
+    return [w for w, t in zip(wants, begun, strict=True) if t.trial_id in ids]

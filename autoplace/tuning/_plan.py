@@ -52,6 +52,18 @@ class Plan:
             steps_per_call=tuple(request.steps_per_call),
         )
 
+    @classmethod
+    def judging(
+        cls,
+        space: Space,
+        objective: Objective,
+        max_deviation: float | None,
+        steps_per_call: tuple[int, ...] = (),
+    ) -> Plan:
+        """The plan a study is judged again under (``explain``, ``report``): what the verdict
+        reads of the tune's options; nothing is measured."""
+        return cls(space, objective, Climb(), 1, max_deviation, "warn", 0.0, steps_per_call)
+
     @property
     def fixed_batch(self) -> bool:
         return len(self.space.batch_sizes) == 1

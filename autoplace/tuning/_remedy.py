@@ -4,11 +4,12 @@ A step whose temporaries are larger than what glibc's allocator keeps for reuse 
 blocks over 32 MiB back to the kernel when they are freed) maps them afresh every step,
 and the kernel zeroes every page: thousands of page faults a step (a two-tower
 recommender's 37 MiB of temporaries: 9,500 to 18,800 a step, half its step time). When
-the pick shows that in its fresh processes (:data:`~._findings.FAULTS_PER_STEP`), the
-tune times it as it is against it with each candidate setting (:func:`candidates`), in
-fresh processes in turns, in :data:`~._margin.MIN_WINDOWS` windows, and the finding says
-what the best candidate gave, with its interval (:func:`remedy_of`): a setting that made
-it faster beyond doubt is named as the fix, one that did not is said to have not helped.
+the pick shows that in its fresh processes (:data:`FAULTS_PER_STEP`), the tune times it as
+it is against it with each candidate setting (:func:`candidates`), in fresh processes in
+turns, in :data:`~._confirm.WINDOWS` windows, and the finding
+(:class:`~autoplace.findings.FreshPagesEveryStep`) says what the best candidate gave: a
+setting that made it faster beyond the machine's resolution is named as the fix, one that
+did not is said to have not helped.
 
 The candidates: glibc's ``hugetlb`` tunable (``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``),
 which asks the kernel for transparent huge pages for what malloc maps: 2 MiB pages, so a
@@ -25,10 +26,14 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoplace.config import Config
+from autoplace.findings import Finding, FreshPagesEveryStep, HostMemoryGrows
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._margin import MIN_WINDOWS, Comparison, against_base
+from autoplace.settings import MeasureSettings
+from autoplace.tuning._compare import Comparison, compare, fit
+from autoplace.tuning._confirm import CAP_S, WINDOWS, window_settings
+from autoplace.tuning._phase import BLOCKED, Context, Group, Want
+from autoplace.tuning._search import ranking
 
 #: Page faults per step from which a pick counts as mapping fresh memory every step: 256
 #: faults of 4 KiB pages are a MiB zeroed by the kernel each step ...
@@ -64,13 +69,18 @@ def setting(env: Sequence[tuple[str, str]] | Sequence[str]) -> str:
     return " ".join(shown) or AS_IT_IS
 
 
+#: Resident memory growing by this much a step, in a settled process, is a leak worth saying.
+GROWTH_PER_STEP = 16 * 1024
+PAGE = 4096
+
+
 @dataclasses.dataclass(frozen=True)
-class Remedy:
+class Timed:
     """What the best candidate setting did to the pick, timed in turns with it as it is.
 
     Attributes:
         setting: the candidate, as ``NAME=value``.
-        comparison: how many times faster the pick ran with it (its interval, its verdict).
+        comparison: how many times faster the pick ran with it.
         faults_per_step: the pick's page faults a step as it is, and with the setting.
     """
 
@@ -91,11 +101,28 @@ class Remedy:
         )
         return f"with {self.setting}: {self.comparison.sentence('the step as it is')}{faults}"
 
+
+@dataclasses.dataclass(frozen=True)
+class Memory:
+    """What the pick's fresh processes showed of host memory: its findings (fresh pages
+    every step, with what was timed against them; memory that grows every step)."""
+
+    found: tuple[Finding, ...]
+    timed: Timed | None = None
+
+    def sentences(self) -> tuple[str, ...]:
+        return ()
+
+    def findings(self) -> tuple[Finding, ...]:
+        return self.found
+
     def as_dict(self) -> dict[str, Any]:
+        if self.timed is None:
+            return {}
         return {
-            "setting": self.setting,
-            **self.comparison.as_dict(),
-            "faults_per_step": list(self.faults_per_step),
+            "setting": self.timed.setting,
+            **self.timed.comparison.as_dict(),
+            "faults_per_step": list(self.timed.faults_per_step),
         }
 
 
@@ -108,40 +135,75 @@ def needs_remedy(m: Measurement) -> bool:
     return step is None or faults * FAULT_S >= FAULTS_SHARE * step
 
 
-def remedy_window(
-    pick: Config | None,
-    figures: Measurement | None,
-    remedies: Mapping[Config, Sequence[Measurement]],
-) -> list[tuple[tuple[str, str], ...]]:
-    """The environments to time the pick with in the next remedy window (as it is first),
-    or none: when the pick does not need a remedy (its fresh processes mapped little
-    memory afresh), or its remedy has had its windows."""
-    if pick is None or figures is None or not figures.fresh_process or not needs_remedy(figures):
-        return []
-    windows = {m.interleave_id for m in remedies.get(pick, ()) if m.interleave_id}
-    if len(windows) >= MIN_WINDOWS:
-        return []
-    return [(), *candidates()]
+class Remedy:
+    """The remedy phase: see the module docstring."""
+
+    name = "remedy"
+
+    def settings(self, user: MeasureSettings, objective: Objective) -> MeasureSettings:
+        return ranking(window_settings(user, objective), user, objective, CAP_S)
+
+    def next(self, ctx: Context) -> Group | str | None:
+        """The pick as it is, then with each candidate setting, in the next window; none
+        where the pick maps little memory afresh, or once its windows were timed."""
+        best = ctx.standing.best
+        m = best.measurement if best is not None else None
+        if best is None or m is None or not m.fresh_process or not needs_remedy(m):
+            return None
+        held = ctx.done(self.name, best.config)
+        if len({x.interleave_id for x in held if x.interleave_id}) >= WINDOWS:
+            return None
+        envs = [(), *candidates()]
+        if len(envs) > ctx.room or best.config in ctx.history.pending:
+            return BLOCKED
+        return Group(self.name, tuple(Want(best.config, env=e) for e in envs), True)
+
+    def judge(self, ctx: Context) -> Memory | None:
+        """The pick's memory findings, with the best candidate's effect where timed."""
+        best = ctx.standing.best
+        if best is None:
+            return None
+        m = best.measurement
+        timed = _timed(ctx.plan.objective, ctx.done(self.name, best.config), ctx.standing.busy)
+        found: list[Finding] = []
+        if needs_remedy(m):
+            found.append(
+                FreshPagesEveryStep(
+                    best.config.label(),
+                    m.page_faults_per_step,  # type: ignore[arg-type]
+                    m.page_faults_per_step * PAGE,  # type: ignore[operator]
+                    m.step_time(ctx.plan.objective.loop),
+                    remedy=None if timed is None else timed.text(),
+                    remedy_helps=None if timed is None else timed.helps,
+                )
+            )
+        growth = m.resident_growth_per_step
+        if growth is not None and growth >= GROWTH_PER_STEP:
+            found.append(HostMemoryGrows(best.config.label(), growth, m.resident_bytes))
+        return Memory(tuple(found), timed) if found or timed else None
 
 
-def remedy_of(
-    objective: Objective, pick: Config, remedies: Mapping[Config, Sequence[Measurement]]
-) -> Remedy | None:
-    """The best candidate's effect on the pick, from its remedy windows (``None``: none ran).
-
-    The windows are fitted as the confirmation's are (log score = setting + window), and
-    each candidate is compared with the pick as it is, Bonferroni over the candidates."""
-    ran = [m for m in remedies.get(pick, ()) if m.status == "ok" and objective.score(m)]
-    scores = [(setting(m.environment), m.interleave_id, objective.score(m)) for m in ran]
-    judged = against_base(objective, scores, AS_IT_IS)  # type: ignore[arg-type]
-    if judged is None:
+def _timed(objective: Objective, ms: Sequence[Measurement], busy: bool) -> Timed | None:
+    """The best candidate's effect on the pick, from its windows (``None``: none ran)."""
+    ran = [m for m in ms if m.status == "ok" and objective.score(m) and m.interleave_id]
+    per: dict[str, dict[str, float]] = {}
+    for m in ran:
+        per.setdefault(setting(m.environment), {})[m.interleave_id] = objective.score(m)  # type: ignore[index,assignment]
+    if AS_IT_IS not in per or len(per) < 2:
         return None
-    found, _ = judged
-    best, comparison = max(found, key=lambda kc: kc[1].ratio)
+    spread = fit(per).spread
+    maximize = objective.direction == "maximize"
+    found = {k: compare(per[k], per[AS_IT_IS], spread, maximize=maximize, busy=busy)
+             for k in per if k != AS_IT_IS}  # fmt: skip
+    best = max(found, key=lambda k: found[k].ratio)
 
     def faults(name: str) -> float | None:
-        values = [m.page_faults_per_step for m in ran if setting(m.environment) == name]
-        values = [v for v in values if v is not None]
-        return sorted(values)[len(values) // 2] if values else None
+        values = sorted(
+            v
+            for m in ran
+            if setting(m.environment) == name
+            if (v := m.page_faults_per_step) is not None
+        )
+        return values[len(values) // 2] if values else None
 
-    return Remedy(best, comparison, (faults(AS_IT_IS), faults(best)))
+    return Timed(best, found[best], (faults(AS_IT_IS), faults(best)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoplace.answer import Answer
 from autoplace.config import Config
@@ -12,17 +12,20 @@ from autoplace.devices import DeviceInfo
 from autoplace.explaining import Explanation
 from autoplace.measurement import Measurement
 from autoplace.objectives import Objective
-from autoplace.tuning._margin import Scored
-from autoplace.tuning._phases import Phase
+from autoplace.tuning._scored import Scored
 from autoplace.tuning._space import Space
 from autoplace.tuning._standing import Standing
+
+if TYPE_CHECKING:
+    from autoplace.tuning._judge import Verdict
 
 
 @dataclasses.dataclass(frozen=True)
 class GroupEvent:
-    """What ``on_group`` hears before a group is measured: the phase and its configurations."""
+    """What ``on_group`` hears before a group is measured: the phase (its name) and its
+    configurations."""
 
-    phase: Phase
+    phase: str
     configs: tuple[Config, ...]
     new_trials: int
     budget: int | None
@@ -38,7 +41,7 @@ class TrialEvent:
     new_trials: int
     budget: int | None
     objective: Objective
-    phase: Phase = Phase.SEARCH
+    phase: str = "search"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,13 +52,12 @@ class TuneResult:
     storage: str
     objective: Objective
     space: Space
-    standing: Standing
+    #: The verdict, drawn once: the standing, why the winner wins, the findings.
+    verdict: Verdict
     new_trials: int
     interrupted: bool
     out: Path | None
     document: dict[str, Any]
-    #: Why the winner wins: the cost model of each arm and its answers.
-    explanation: Explanation | None = None
     #: The compact answer a study keeps and :func:`autoplace.recommend` caches; ``None``
     #: when nothing was recommended or the tune was interrupted.
     answer: Answer | None = None
@@ -64,6 +66,14 @@ class TuneResult:
     #: What the run did that its table does not show, one line each (an interrupt during
     #: a wait, nothing new measured, trials of a killed run measured again, slow batches).
     notes: tuple[str, ...] = ()
+
+    @property
+    def standing(self) -> Standing:
+        return self.verdict.standing
+
+    @property
+    def explanation(self) -> Explanation:
+        return self.verdict.explanation
 
     @property
     def measurements(self) -> dict[Config, Measurement]:
@@ -82,5 +92,6 @@ class TuneResult:
     @property
     def closest(self) -> Scored | None:
         """The configuration closest to the pick, whatever its device or precision."""
-        found = self.standing.closest
+        ranking = self.standing.ranking
+        found = ranking.closest if ranking is not None else None
         return found[0] if found else None

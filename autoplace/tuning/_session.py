@@ -46,7 +46,6 @@ from autoplace.tuning._judge import Judged, Tuned, Verdict, judge
 from autoplace.tuning._loop import Budget, Hears, Loop
 from autoplace.tuning._notes import notes
 from autoplace.tuning._options import DEFAULT_BATCH_SIZES, build_space
-from autoplace.tuning._phases import phase_settings
 from autoplace.tuning._plan import Plan
 from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
@@ -71,11 +70,10 @@ def tune(
     ``tune("model.py", workload="mlp")`` is ``tune(TuneRequest("model.py", workload="mlp"))``.
     Runs until the strategy has nothing worth measuring and the finalists are judged, or
     the request's ``trials`` new measurements, or its ``timeout`` seconds (a measurement
-    in flight finishes). The search measures quickly (see :mod:`._phases`), each group
-    with the best configuration so far, and scores every configuration on all those
-    groups with the drift between them fitted out (:mod:`._drift`). Then up to
+    in flight finishes). The tune runs in phases (:mod:`._phases`): the search measures
+    quickly, each group with the best configuration so far (:mod:`._search`); then up to
     ``confirm`` finalists are confirmed in windows, each in a fresh process of its own,
-    and the verdict rests on those windows (:mod:`._verdict`). ``on_group`` hears of each
+    and the pick rests on those windows (:mod:`._confirm`). ``on_group`` hears of each
     group before it is measured, ``on_trial`` of each result, ``on_progress`` (a line)
     what a measurement is doing now (setting up which configuration, which turn),
     ``on_wait`` (a line) when the tune waits: for the storage, for another process timing
@@ -103,8 +101,8 @@ def tune(
         )
     written = _write(r.out, document, interrupted) if r.out is not None and final.best else None
     tuned = session.tuned
-    return TuneResult(tuned.study, tuned.storage, final.objective, tuned.space, final,
-                      new_trials, interrupted, written, document, verdict.explanation, answer,
+    return TuneResult(tuned.study, tuned.storage, final.objective, tuned.space, verdict,
+                      new_trials, interrupted, written, document, answer,
                       tuple(session.devices), said)  # fmt: skip
 
 
@@ -188,7 +186,7 @@ def _open(
         on_wait=on_wait,
         spill_beside=Path(r.out) if r.out is not None else None,
     )
-    requests = requester(mf, info, phase_settings(settings, obj))
+    requests = requester(mf, info, settings, obj)
     return _Session(tuned, log, Loop(log, backend, requests, Plan.of(r, space), hears), devices)
 
 

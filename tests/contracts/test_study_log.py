@@ -142,7 +142,7 @@ def breakable(storage_url: str, tmp_path: Path) -> Iterator[Breakable]:
 @pytest.mark.slow  # a second or more: real compiles or a whole tune in process
 def test_a_new_study_holds_nothing(open_log) -> None:
     history = open_log().history()
-    assert history.searches == () and dict(history.confirmed) == {} and not history.pending
+    assert history.searches == () and history.of("confirm") == {} and not history.pending
 
 
 def test_what_is_recorded_is_in_the_history_of_every_worker(open_log) -> None:
@@ -156,7 +156,9 @@ def test_what_is_recorded_is_in_the_history_of_every_worker(open_log) -> None:
     for history in (log.history(), open_log().history()):  # this worker, and another
         assert [c for c, _ in history.searches] == [A, B]
         assert history.searches[1][1].fed_step_s == pytest.approx(0.02)
-        assert list(history.confirmed) == [B] and history.confirmed[B][0].fed_step_s == 0.019
+        assert (
+            list(history.of("confirm")) == [B] and history.of("confirm")[B][0].fed_step_s == 0.019
+        )
         assert not history.pending
 
 

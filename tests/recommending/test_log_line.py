@@ -24,22 +24,23 @@ def test_the_log_line_writes_the_score_as_the_terminal_does():
     assert "122.03 k samples/s" in line and "e+0" not in line
 
 
-@pytest.mark.parametrize("verdict", ["undecided", None])
-def test_a_margin_inside_its_noise_never_reads_as_a_lead(verdict):
-    # "+5.9% over the runner-up (noise ±342.6%)": the noise is half the 95% interval of the
-    # ratio (0.2x to 7x here), not a unit slip; such a margin is no lead.
-    line = _measured(margin=0.059, noise=3.426, verdict=verdict).log_line()
-    assert "cannot be told apart from the runner-up here (+5.9%, noise ±342.6%)" in line
-    assert "over the runner-up" not in line
+@pytest.mark.parametrize("verdict", ["within", None])
+def test_a_ratio_whose_interval_holds_one_never_reads_as_a_lead(verdict):
+    # Issue 47: "(+0.5%, noise ±281.9%)": a ± on a ratio whose interval is not symmetric
+    # says nothing; the ratio, and an interval too wide to carry a figure is not printed.
+    line = _measured(ratio=1.059, low=0.21, high=7.2, verdict=verdict).log_line()
+    assert "1.06x the runner-up: cannot be told apart here" in line
+    assert "±" not in line and "over the runner-up" not in line and "0.21" not in line
 
 
 @pytest.mark.parametrize(
     ("verdict", "said"),
     [
-        ("faster", "+25.0% over the runner-up, a real difference (noise ±5.0%)"),
-        ("ahead", "+25.0% over the runner-up here, not shown to hold in every window"),
-        (None, "+25.0% over the runner-up (noise ±5.0%)"),  # an older answer: no verdict
+        ("faster", "1.25x (95%: 1.19–1.31) the runner-up, faster in every window"),
+        ("within", "1.25x (95%: 1.19–1.31) the runner-up: cannot be told apart here"),
+        (None, "1.25x (95%: 1.19–1.31) the runner-up: cannot be told apart here"),
     ],
 )
-def test_a_margin_beyond_its_noise_reads_as_its_verdict_says(verdict, said):
-    assert said in _measured(margin=0.25, noise=0.05, verdict=verdict).log_line()
+def test_a_ratio_reads_with_its_interval_as_its_verdict_says(verdict, said):
+    line = _measured(ratio=1.25, low=1.19, high=1.31, verdict=verdict).log_line()
+    assert said in line and "±" not in line

@@ -62,10 +62,10 @@ def test_a_miss_tunes_once_then_the_cache_answers_exactly(env):
     )  # fmt: skip
     assert again.measured_at == tuned.measured_at and again.why == tuned.why != ""
     assert again.step_s == tuned.step_s and again.compile_s == tuned.compile_s
-    # the margin over the runner-up comes with the verdict on it, which the log line says
-    assert tuned.margin is not None and again.verdict == tuned.verdict
-    said = {"faster": "a real difference", "undecided": "cannot be told apart"}
-    assert tuned.verdict in said and said[tuned.verdict] in tuned.log_line()
+    # the synthetic model's runner-up is over 20% behind in the search: not a finalist, never
+    # timed beside the pick in windows, so no ratio to it is claimed
+    assert tuned.ratio is None and again.verdict == tuned.verdict is None
+    assert "runner-up" not in tuned.log_line()
 
 
 def test_a_miss_under_each_policy(env):

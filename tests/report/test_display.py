@@ -133,8 +133,9 @@ def test_the_closest_is_said_as_a_ratio_with_its_interval_never_as_a_percentage(
     flat = " ".join(text.split())
     closest = result.document["recommendation"]["closest"]
     line = flat.split("against the closest: ")[1]
-    assert line.startswith(f"{closest['ratio']:.2f}"[:3]) and " times " in line.split(" (")[0]
-    assert "95% interval" in line and "% behind" not in flat
+    assert line.startswith(f"{closest['ratio']:.2f}x (95%: {closest['low']:.2f}–")
+    assert " times " not in line.split(" as fast")[0] and "±" not in line.split(" as fast")[0]
+    assert "% behind" not in flat
 
 
 class _Glancing(SyntheticBackend):

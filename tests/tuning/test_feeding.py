@@ -11,7 +11,7 @@ from synthetic import SyntheticBackend
 import autoplace
 from autoplace import BadInputError
 from autoplace import recommendation as rec
-from autoplace.tuning import SEARCH_CAP_S
+from autoplace.tuning._search import SEARCH_CAP_S
 
 
 def tune(env, backend, **options):

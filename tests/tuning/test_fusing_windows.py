@@ -13,9 +13,13 @@ import autoplace
 from autoplace import BadInputError
 from autoplace import recommendation as rec
 from autoplace.answer import Answer
+from autoplace.study import History
 from autoplace.tuning import TuneRequest, throughput
-from autoplace.tuning._fusing import fusing_of, fusing_window, least_shown, most_gain, untimed
-from autoplace.tuning._margin import Comparison, Noise
+from autoplace.tuning._compare import Spread
+from autoplace.tuning._fusing import Fuse, Untimed, least_shown, most_gain, untimed
+from autoplace.tuning._phase import Context, Want
+from autoplace.tuning._plan import Plan
+from autoplace.tuning._standing import standing
 
 
 def tune(env, backend, **options):
@@ -50,8 +54,8 @@ def test_at_a_fixed_small_batch_the_fused_step_is_timed_and_recommended(env):
     assert result.standing.steps_per_call == 16
     doc = rec.read(env["out"])
     assert doc["recommendation"]["steps_per_call"] == 16
-    assert doc["recommendation"]["fusing"]["verdict"] == "faster"
-    assert any("16 steps per call" in s for s in doc["explanation"]["sentences"][:2])
+    assert doc["recommendation"]["fuse"]["verdict"] == "faster"
+    assert any("16 steps per call" in s for s in result.verdict.phases)
     answer = result.answer
     assert answer is not None and answer.candidates[0].steps_per_call == 16
     # the pick's memory is the fused call's: 16 batches stacked
@@ -70,13 +74,12 @@ def test_a_fused_step_no_faster_keeps_one_step_a_call(env):
 
     backend = SyntheticBackend(window_noise=0.01, fresh=no_gain)
     result = tune(env, backend, batch_sizes=(8,))
-    # two windows, and a third only where one more could settle it (here: equal or not)
-    assert 2 <= len(fused_windows(backend)) <= 3
+    assert len(fused_windows(backend)) == 2
     fusing = result.standing.fusing
     assert fusing is not None and not fusing.helps
     assert result.standing.steps_per_call == 1
     assert rec.read(env["out"])["recommendation"]["steps_per_call"] == 1
-    assert "one step a call is kept" in fusing.text()
+    assert "one step a call is kept" in fusing.sentences()[0]
 
 
 def test_where_the_fixed_cost_is_a_small_share_no_window_runs(env):
@@ -135,44 +138,62 @@ def test_an_answer_kept_before_steps_per_call_reads_as_one_a_call(env):
     assert Answer.from_dict(data).candidates[0].steps_per_call == 1
 
 
-def test_a_third_window_only_where_the_best_k_is_undecided_and_one_more_could_settle_it():
-    pick = autoplace.Config("cpu:0", 8, "float32", None)
-
-    def measured(k, window):
-        return measured_at(k, window, 1e-4 / k)
-
-    figures = {pick: measured(1, "confirm")}
-    windows = {pick: tuple(measured(k, w) for w in ("w1", "w2") for k in (1, 4, 16))}
-    fusing = fusing_of(throughput(), pick, figures, windows)
-    assert fusing is not None and fusing.comparison.windows == 2
-
-    def after_two(comparison):
-        judged = dataclasses.replace(fusing, comparison=comparison)
-        return fusing_window(pick, figures, windows, throughput(), (4, 16), True, judged)
-
-    basis = "windows in fresh processes"
-    near = Comparison(1.30, 0.95, 1.78, "undecided", 2, basis)
-    hopeless = Comparison(1.01, 0.50, 2.04, "undecided", 2, basis)
-    assert after_two(near) == [1, 4, 16]  # one more window could put it above 1
-    assert after_two(hopeless) == []  # one more could not settle it: not spent
-    assert after_two(dataclasses.replace(near, verdict="faster")) == []  # decided
-    assert fusing_window(pick, figures, {}, throughput(), (4, 16), True) == [1, 4, 16]
-    three = {pick: (*windows[pick], *(measured(k, "w3") for k in (1, 4, 16)))}
-    assert fusing_window(pick, figures, three, throughput(), (4, 16), True, judged=None) == []
+PICK = autoplace.Config("cpu:0", 8, "float32", None)
 
 
-def measured_at(k, window, step_s, batch=8):
+def measured_at(k, window, step_s, batch=8, fresh=True):
     return autoplace.Measurement(
         status="ok", reason="", device="cpu:0", batch_size=batch, precision="float32",
-        width=None, fed_step_s=step_s, fed_samples_per_s=batch / step_s, fresh_process=True,
+        width=None, fed_step_s=step_s, fed_samples_per_s=batch / step_s, fresh_process=fresh,
         interleave_id=window, steps_per_call=k,
     )  # fmt: skip
+
+
+def context(fused=(), searched=None, batches=(8,), steps=(4, 16)):
+    """The fuse phase's context: the pick confirmed in two windows of its own, the arm's
+    search figures ``searched`` (``{config: measurement}``), its steps-per-call windows."""
+    searched = searched or {PICK: measured_at(1, "s", 1e-4, fresh=False)}
+    pick = next(c for c in searched if c.batch_size == max(batches))
+    confirm = [(pick, measured_at(1, w, searched[pick].fed_step_s, pick.batch_size))
+               for w in ("c1", "c2")]  # fmt: skip
+    history = History(
+        {
+            "search": tuple(searched.items()),
+            "confirm": tuple(confirm),
+            "fuse": tuple((pick, m) for m in fused),
+        }
+    )
+    space = autoplace.Space(("cpu:0",), tuple(batches), ("float32",), (None,))
+    plan = Plan.judging(space, throughput(), None, steps)
+    now = standing(history, plan)
+    return Context(plan, history, now, room=10)
+
+
+def windows_of(gains, k=16):
+    """Two windows of the pick at one a call and at ``k``, ``k`` running ``gain`` times as
+    fast in each."""
+    return tuple(
+        m
+        for w, gain in zip(("w1", "w2"), gains, strict=True)
+        for m in (measured_at(1, w, 1e-4), measured_at(k, w, 1e-4 / gain))
+    )
+
+
+def test_two_windows_are_timed_and_no_third():
+    fuse = Fuse()
+    assert fuse.next(context()).wants == tuple(Want(PICK, steps_per_call=k) for k in (1, 4, 16))
+    one = tuple(measured_at(k, "w1", 1e-4 / k) for k in (1, 4, 16))
+    assert fuse.next(context(one)) is not None
+    two = (*one, *(measured_at(k, "w2", 1e-4 / k) for k in (1, 4, 16)))
+    assert fuse.next(context(two)) is None
+    judged = fuse.judge(context(two))
+    assert judged.steps_per_call == 16 and judged.comparison.windows == 2
 
 
 @pytest.mark.parametrize(
     ("gains", "recommended", "says"),
     [
-        ((1.5, 1.1), 16, "ahead on the estimate"),  # ~1.28x, windows disagree: undecided
+        ((1.5, 1.1), 16, "ahead on the estimate"),  # ~1.28x, not beyond the resolution in both
         ((1.04, 1.02), 1, "one step a call is kept"),  # ahead by under 5%
         ((0.9, 0.8), 1, "one step a call is kept"),  # slower
     ],
@@ -180,37 +201,26 @@ def measured_at(k, window, step_s, batch=8):
 def test_a_k_ahead_on_the_estimate_is_recommended_as_the_verdict_picks_its_best(
     gains, recommended, says
 ):
-    pick = autoplace.Config("cpu:0", 8, "float32", None)
-    figures = {pick: measured_at(1, "confirm", 1e-4)}
-    windows = {
-        pick: tuple(
-            m
-            for w, gain in zip(("w1", "w2"), gains, strict=True)
-            for m in (measured_at(1, w, 1e-4), measured_at(16, w, 1e-4 / gain))
-        )
-    }
-    fusing = fusing_of(throughput(), pick, figures, windows)
+    fusing = Fuse().judge(context(windows_of(gains)))
     assert fusing is not None and fusing.comparison.verdict != "faster"
-    assert fusing.recommended == recommended and says in fusing.text()
+    assert fusing.recommended == recommended and says in fusing.sentences()[0]
 
 
 def test_windows_whose_every_process_failed_still_count():
     # Fused K that crash, and the plain one too: two windows were spent, none is timed again.
-    pick = autoplace.Config("cpu:0", 8, "float32", None)
-    figures = {pick: measured_at(1, "confirm", 1e-4)}
     crashed = autoplace.Measurement.failed(
         "crash", "the worker was killed", device="cpu:0", batch_size=8, precision="float32",
         width=None,
     )  # fmt: skip
-    assert fusing_window(pick, figures, {pick: (crashed,) * 3}, throughput(), (4, 16), True)
-    assert not fusing_window(pick, figures, {pick: (crashed,) * 6}, throughput(), (4, 16), True)
+    assert Fuse().next(context((crashed,) * 3)) is not None
+    assert Fuse().next(context((crashed,) * 6)) is None
 
 
-def line_figures(batches=(64, 128, 256, 512), fixed=1e-4, per_sample=2.4e-6):
+def line_figures(batches=(64, 128, 256), fixed=1e-4, per_sample=2.4e-6):
     """The pick's arm on the line ``t(b) = fixed + per_sample·b``, one step a call."""
     return {
         autoplace.Config("cpu:0", b, "float32", None): measured_at(
-            1, f"w{b}", fixed + per_sample * b, batch=b
+            1, f"s{b}", fixed + per_sample * b, batch=b, fresh=False
         )
         for b in batches
     }
@@ -219,28 +229,29 @@ def line_figures(batches=(64, 128, 256, 512), fixed=1e-4, per_sample=2.4e-6):
 def test_steps_per_call_the_windows_could_not_show_are_not_timed():
     # At batch 256 the fixed cost is 14% of the step: 16 steps a call, 1.15x at most.
     figures = line_figures()
-    pick = autoplace.Config("cpu:0", 256, "float32", None)
-    noisy, quiet = Noise(sigma=0.10, df=3), Noise(sigma=0.02, df=10)
-    why = untimed(pick, figures, throughput(), (4, 16), False, noisy)
+    ctx = context(searched=figures, batches=(64, 128, 256))
+    ranking = ctx.standing.ranking
+    noisy = dataclasses.replace(ctx.standing, ranking=dataclasses.replace(
+        ranking, spread=Spread(0.10, 3)))  # fmt: skip
+    quiet = dataclasses.replace(ctx.standing, ranking=dataclasses.replace(
+        ranking, spread=Spread(0.02, 10)))  # fmt: skip
+    why = untimed(dataclasses.replace(ctx, standing=noisy))
     assert why is not None
     assert why.fixed_share == pytest.approx(0.14, abs=0.005)
     assert why.most == pytest.approx(most_gain(why.fixed_share, 16)) and why.most < 1.16
-    assert why.least_shown == pytest.approx(least_shown(noisy, 2)) and why.least_shown > 1.3
-    assert "could make it at most 1.15x as fast" in why.text()
-    assert fusing_window(pick, figures, {}, throughput(), (4, 16), False, noise=noisy) == []
+    assert why.least_shown == pytest.approx(1 + least_shown(Spread(0.10, 3)))
+    assert why.least_shown > 1.3
+    assert "could make it at most 1.15x as fast" in why.sentences()[0]
+    assert Fuse().next(dataclasses.replace(ctx, standing=noisy)) is None
     # A quieter machine's windows could show 1.15x: they are timed.
-    assert untimed(pick, figures, throughput(), (4, 16), False, quiet) is None
-    assert fusing_window(pick, figures, {}, throughput(), (4, 16), False, noise=quiet) == [1, 4, 16]
-    # Another rule decides: a small share (at 512: 7.5%), the latency objective.
-    large = autoplace.Config("cpu:0", 512, "float32", None)
-    assert untimed(large, figures, throughput(), (4, 16), False, noisy) is None
-    assert untimed(pick, figures, autoplace.tuning.latency(), (4, 16), False, noisy) is None
+    assert untimed(dataclasses.replace(ctx, standing=quiet)) is None
+    assert Fuse().next(dataclasses.replace(ctx, standing=quiet)) is not None
 
 
 def test_the_least_gain_two_windows_show_grows_with_the_noise():
-    assert least_shown(Noise(0.02, 10), 2) < least_shown(Noise(0.05, 10), 2)
-    assert least_shown(Noise(0.05, 3), 2) > least_shown(Noise(0.05, 30), 2)
-    assert least_shown(Noise(0.05, 10), 1) < least_shown(Noise(0.05, 10), 2)  # Bonferroni
+    assert least_shown(Spread(0.02, 10)) < least_shown(Spread(0.05, 10))
+    assert least_shown(Spread(0.05, 3)) > least_shown(Spread(0.05, 30))
+    assert least_shown(Spread(0.001, 30)) == pytest.approx(0.05)  # never below the floor
 
 
 def test_a_noisy_tune_says_why_steps_per_call_were_not_timed(env):
@@ -248,7 +259,7 @@ def test_a_noisy_tune_says_why_steps_per_call_were_not_timed(env):
     backend = SyntheticBackend(window_noise=0.3)
     result = tune(env, backend, batch_sizes=(64, 128, 256))
     assert result.best is not None and result.best.config.batch_size == 256
-    assert fused_windows(backend) == [] and result.standing.fusing is None
+    assert fused_windows(backend) == [] and isinstance(result.standing.fusing, Untimed)
     said = [s for s in result.explanation.sentences if "steps per call were not timed" in s]
     assert len(said) == 1 and said[0].startswith("At batch 256 (its fixed cost is ")
     assert rec.read(env["out"])["recommendation"]["steps_per_call"] == 1

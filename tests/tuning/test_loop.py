@@ -9,6 +9,8 @@ import autoplace
 from autoplace import BadInputError, tuning
 from autoplace import recommendation as rec
 from autoplace.study import storage_at
+from autoplace.tuning._confirm import CAP_S
+from autoplace.tuning._search import SEARCH_CAP_S
 
 
 def load(name, env):
@@ -37,16 +39,17 @@ def test_recommendation_file_holds_the_best_and_its_evidence(env):
     figures = doc["recommendation"]["figures"]
     for key in ("step_s", "samples_per_s", "compile_s", "transfer_s", "peak_bytes"):
         assert key in figures
-    # The best alternative on the other device, and how it compares with the closest.
+    # The best alternative on the other device; the pick against every other finalist.
     assert [a["device"] for a in doc["alternatives"]] == ["cpu:1"]
-    assert set(doc["recommendation"]["closest"]) >= {"ratio", "low", "high", "verdict"}
+    for compared in doc["recommendation"].get("finalists", []):
+        assert set(compared) >= {"ratio", "low", "high", "verdict", "windows"}
     assert doc["objective"]["name"] == "throughput"
     assert doc["workload"]["name"] == "synthetic"
     assert doc["study"]["name"] == result.study_name
     assert doc["fingerprint"]["software"]["jax"]
-    # Every measured configuration is in the table or behind it, best first.
-    scores = [s.score for s in result.per_device_precision]
-    assert scores == sorted(scores, reverse=True)
+    # The table's rows: the pick first, then the rest by the search's figures.
+    rest = [s.score for s in result.per_device_precision[1:] if not s.confirmed]
+    assert rest == sorted(rest, reverse=True)
 
 
 def test_several_widths_record_the_best_placement_of_each(env):
@@ -121,21 +124,23 @@ def test_progress_hears_each_group_before_it_is_measured_and_its_phase(env):
     groups, trials = [], []
     run(env, SyntheticBackend(), strategy=autoplace.Grid(), precisions=["float32", "bfloat16"],
         confirm=2, on_group=groups.append, on_trial=trials.append)  # fmt: skip
-    phases = [g.phase.value for g in groups]
+    phases = [g.phase for g in groups]
     assert phases[0] == "search" and "confirm" in phases
     assert sum(len(g.configs) for g in groups) == len(trials)
-    assert [t.phase for t in trials if t.phase.value == "confirm"]
+    assert [t.phase for t in trials if t.phase == "confirm"]
 
 
 def confirmations(backend):
-    """The requests of the confirmation's and the duel's windows (longer than a search's;
-    not the feeding's, which time every loop, prefetched included)."""
-    windows = {tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
+    """The requests of the confirmation's windows (the float32 comparison made once, longer
+    than a search's; not the feeding's, which time every loop, prefetched included, nor a
+    phase's that times one configuration several ways)."""
     return [
         r
         for r in backend.measured
-        if (r.settings.fed_time_cap_s in windows or r.settings.time_cap_s in windows)
+        if CAP_S in (r.settings.fed_time_cap_s, r.settings.time_cap_s)
         and r.settings.prefetch_time_cap_s == 0
+        and not r.env
+        and r.steps_per_call == 1
     ]
 
 
@@ -145,32 +150,32 @@ def test_finalists_are_confirmed_in_two_windows_of_fresh_processes_in_turn_order
     # At batch 8 bfloat16 leads float32 by 15%: both are finalists, measured again in two
     # windows, each in fresh processes (as the user's run will be), their timed loops in
     # turns, first in one order, then in the other, with the float32 comparison and a
-    # longer time cap for the loop that ranks them. (With only one search group to learn
-    # the machine's noise from, two windows leave it undecided: a duel follows.)
+    # longer time cap for the loop that ranks them.
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.15))
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
-    searched = [r for r in backend.measured if r.settings.fed_time_cap_s == tuning.SEARCH_CAP_S]
+    searched = [r for r in backend.measured if r.settings.fed_time_cap_s == SEARCH_CAP_S]
     assert len(searched) == len(result.space)  # the search skipped the float32 comparison
     top = [s.config for s in result.per_device_precision[:2]]
     # the search's one group (no reference: nothing was known), then the two windows
     assert backend.groups[:3] == [list(result.space.configs()), top, top[::-1]]
     assert backend.fresh_groups[:2] == [top, top[::-1]]
-    first, *later = confirmations(backend)[:4]  # the two windows (then the duel's, longer)
+    first, *later = confirmations(backend)[:4]  # the two windows
     assert first.settings.deviation and not any(r.settings.deviation for r in later[1:])
     for r in [first, *later]:
-        assert r.settings.fed_time_cap_s == tuning.CONFIRM_CAP_S  # throughput ranks on it
+        assert r.settings.fed_time_cap_s == CAP_S  # throughput ranks on it
         # the rest as while searching: the other loop and the transfer glanced at, and
         # no warm-up step: the step loop's glance warms the fed loop
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
         assert r.settings.warmup_steps == 0
     for r in searched:
-        assert r.settings.fed_time_cap_s == tuning.SEARCH_CAP_S
+        assert r.settings.fed_time_cap_s == SEARCH_CAP_S
         assert r.settings.time_cap_s == 0.0 and r.settings.transfer_cap_s == 0.0
     best = result.best
-    assert best.confirmed and len(best.votes) == 3 and best.measurement.fresh_process
+    assert best.confirmed and len(best.votes) == 2 and best.measurement.fresh_process
+    assert len(backend.windows) == 2  # and no more: what two windows cannot order is a group
     doc = rec.read(env["out"])
     assert doc["recommendation"]["figures"]["interleaved_with"] == 1
-    assert doc["recommendation"]["windows"] == doc["recommendation"]["closest"]["windows"] == 3
+    assert doc["recommendation"]["windows"] == doc["recommendation"]["closest"]["windows"] == 2
     again = SyntheticBackend()
     run(env, again, strategy=autoplace.Grid(), batch_sizes=(8,), confirm=2)
     assert again.measured == []  # resuming confirms nothing twice
@@ -180,12 +185,12 @@ def test_latency_searches_on_the_step_loop_and_times_the_transfer(env):
     backend = SyntheticBackend()
     run(env, backend, strategy=autoplace.Grid(), objective="latency", confirm=2)
     full = autoplace.MeasureSettings()
-    caps = {tuning.SEARCH_CAP_S, tuning.CONFIRM_CAP_S, tuning.DUEL_CAP_S}
+    caps = {SEARCH_CAP_S, CAP_S}
     for r in backend.measured:
         assert r.settings.transfer_cap_s == full.transfer_cap_s  # latency counts it
         assert r.settings.time_cap_s in caps and r.settings.fed_time_cap_s == 0.0
-    # both finalists in each window (two, and a duel if they were left undecided)
-    assert [len(g) for g in backend.fresh_groups][:2] == [2, 2]
+    # both finalists in each of the two windows
+    assert [len(g) for g in backend.fresh_groups] == [2, 2]
 
 
 def test_each_search_group_is_anchored_to_the_best_so_far_and_drift_is_fitted_out(env):
@@ -208,60 +213,38 @@ def test_each_search_group_is_anchored_to_the_best_so_far_and_drift_is_fitted_ou
     assert all(t.user_attrs["phase"] == "search" for t in references)
 
 
-def test_an_open_verdict_between_the_finalists_gets_a_duel_window_where_it_could_settle_it(env):
-    # bfloat16 is 12% faster than float32, each window moving each of them by up to 1%: two
-    # windows of two finalists leave them undecided (one degree of freedom of their own),
-    # one more window could settle it: a duel, longer, and then a real difference.
-    backend = SyntheticBackend(slowdown=bfloat16_ahead(0.12), window_noise=0.01)
+def test_a_lead_beyond_the_machines_resolution_in_every_window_is_a_claim(env):
+    # bfloat16 is 20% faster than float32, each window moving each by up to 1%: two windows
+    # show it in each, beyond this machine's resolution (never below 5%): a claim, and
+    # nothing more is timed to make it.
+    backend = SyntheticBackend(slowdown=bfloat16_ahead(0.20), window_noise=0.01)
     precisions = ("float32", "bfloat16")
     options = dict(strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2, precisions=precisions)
     run(env, backend, **options, steps_per_call=())  # no steps-per-call windows here
-    windows = backend.windows
-    assert len(windows) == 3 and {frozenset(w) for w in windows} == {frozenset(windows[0])}
-    caps = [r.settings.fed_time_cap_s for r in confirmations(backend)]
-    assert caps == [tuning.CONFIRM_CAP_S] * 4 + [tuning.DUEL_CAP_S] * 2
+    assert len(backend.windows) == 2
     doc = rec.read(env["out"])
     closest = doc["recommendation"]["closest"]
     assert doc["recommendation"]["precision"] == "bfloat16"
-    assert closest["verdict"] == "faster" and closest["windows"] == 3 and closest["low"] > 1
-    assert len(doc["recommendation"]["figures"]["score_votes"]) == 3  # three windows
+    assert closest["verdict"] == "faster" and closest["windows"] == 2 and closest["low"] > 1
+    assert len(doc["recommendation"]["figures"]["score_votes"]) == 2
+    assert "equivalent" not in doc["recommendation"]
     again = SyntheticBackend()
     run(env, again, **options, steps_per_call=())
-    assert again.measured == []  # one duel per set of finalists
+    assert again.measured == []  # confirmed once per set of finalists
 
 
-def test_duels_stop_once_the_interval_is_within_the_resolution(env):
-    # 0.5% apart, each window moving by 0.3%: no window could settle it. Two windows of two
-    # finalists leave one degree of freedom, an interval wider than the machine's
-    # resolution (±10%): one duel narrows it within that, and no more are timed; the file
-    # says they cannot be told apart, and by how much.
-    backend = SyntheticBackend(slowdown=bfloat16_ahead(0.005), window_noise=0.003)
-    run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
-        precisions=("float32", "bfloat16"), steps_per_call=())  # fmt: skip
-    assert len(backend.windows) == 3
-    doc = rec.read(env["out"])
-    closest = doc["recommendation"]["closest"]
-    assert closest["verdict"] in ("undecided", "equal") and closest["low"] < 1 < closest["high"]
-    assert closest["high"] / closest["low"] < (1 + tuning.RESOLUTION) / (1 - tuning.RESOLUTION)
-    assert [e["precision"] for e in doc["recommendation"]["equivalent"]] == [closest["precision"]]
-
-
-def test_duels_narrow_an_interval_wider_than_the_resolution_up_to_the_most_windows(env):
-    # 3% apart, each window moving by 5%: no window settles it, and two windows leave an
-    # interval of about ±40%. Duels narrow it, up to MAX_WINDOWS windows in all; then the
-    # file says they cannot be told apart, and by how much (issue 36: "any of 19 will do,
-    # ±197%" on a quiet machine).
+def test_a_difference_within_the_machines_resolution_is_a_group_not_a_claim(env):
+    # 3% apart, each window moving by 5%: two windows cannot order them, and no more are
+    # spent trying (issue 48: a fast tune beats a decision the machine cannot make); the
+    # file says they cannot be told apart, within how much, and lists the other.
     backend = SyntheticBackend(slowdown=bfloat16_ahead(0.03), window_noise=0.05)
     run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
         precisions=("float32", "bfloat16"), steps_per_call=())  # fmt: skip
-    windows = len(backend.windows)
-    assert 3 <= windows <= tuning.MAX_WINDOWS
+    assert len(backend.windows) == 2
     doc = rec.read(env["out"])
     closest = doc["recommendation"]["closest"]
-    assert closest["windows"] == windows
-    assert closest["verdict"] == "undecided" and closest["low"] < 1 < closest["high"]
-    narrow = closest["high"] / closest["low"] < (1 + tuning.RESOLUTION) / (1 - tuning.RESOLUTION)
-    assert narrow or windows == tuning.MAX_WINDOWS
+    assert closest["windows"] == 2 and closest["verdict"] == "within"
+    assert closest["low"] < 1 < closest["high"] and closest["resolution"] >= 0.05
     assert [e["precision"] for e in doc["recommendation"]["equivalent"]] == [closest["precision"]]
     assert any(f["kind"] == "cannot_tell_apart" for f in doc["findings"])
 
@@ -270,7 +253,7 @@ def test_confirmation_overturns_a_lucky_search_draw(env):
     # float32 draws 10% fast in the search only, so the search ranks it first; the
     # confirmation measures it as it is, and bfloat16 wins.
     def lucky(request):
-        search = request.settings.fed_time_cap_s == tuning.SEARCH_CAP_S
+        search = request.settings.fed_time_cap_s == SEARCH_CAP_S
         return 0.9 if search and request.config.precision == "float32" else 1.0
 
     backend = SyntheticBackend(slowdown=lucky)
@@ -300,15 +283,14 @@ def test_the_figures_of_the_pick_come_from_fresh_processes_not_the_shared_worker
 
 
 def test_a_configuration_far_behind_is_not_a_finalist(env):
-    # At batch 128 bfloat16 leads everything else by more than CONFIRM_REACH.
+    # At batch 128 bfloat16 leads everything else by more than the finalists' reach.
     backend = SyntheticBackend()
     precisions = ["bfloat16", "float16"]
     result = run(env, backend, strategy=autoplace.Grid(), confirm=3, precisions=precisions)
     assert {r.config for r in confirmations(backend)} == {result.best.config}
     assert (result.best.config.precision, result.best.config.batch_size) == ("bfloat16", 128)
-    closest = result.closest
-    assert closest.config.precision == "bfloat16" and not closest.confirmed
-    assert rec.read(env["out"])["recommendation"]["closest"]["basis"] == "search figures"
+    assert result.closest is None  # nothing else was timed in its windows: nothing compared
+    assert "closest" not in rec.read(env["out"])["recommendation"]
 
 
 def test_budget_in_trials(env):
@@ -384,9 +366,8 @@ def test_progress_events_carry_the_objective_and_end_on_the_winner(env):
 
 def test_of_finalists_a_hair_apart_the_file_recommends_float32_and_lists_the_other(env):
     # bfloat16 is made 0.5% faster than float32 at every batch, well inside each window's
-    # +-3%: the windows cannot tell them apart (no duel could; duels narrow the interval,
-    # up to MAX_WINDOWS), so the pick is the full-precision one, and the file lists the
-    # other as not told apart.
+    # +-3%: the windows cannot tell them apart, so the pick is the full-precision one, and
+    # the file lists the other as not told apart.
     backend = SyntheticBackend(slowdown=bfloat16_just_ahead, window_noise=0.03)
     precisions = ("float32", "bfloat16")
     result = run(env, backend, strategy=autoplace.Grid(), batch_sizes=(64,), confirm=2,
@@ -394,11 +375,11 @@ def test_of_finalists_a_hair_apart_the_file_recommends_float32_and_lists_the_oth
     finalists = {autoplace.Config("cpu:0", 64, p, 64) for p in precisions}
     windows = len(backend.windows)
     assert [set(g) for g in backend.groups[: 1 + windows]] == [finalists] * (1 + windows)
-    assert 2 <= windows <= tuning.MAX_WINDOWS
+    assert windows == 2
     assert result.best.config.precision == "float32" and len(result.best.votes) == windows
     doc = rec.read(env["out"])
     (tied,) = doc["recommendation"]["equivalent"]
-    assert tied["precision"] == "bfloat16" and tied["verdict"] == "undecided"
+    assert tied["precision"] == "bfloat16" and tied["verdict"] == "within"
     assert tied["low"] < 1 < tied["high"]  # either may lead
 
 
@@ -524,12 +505,14 @@ def test_a_pick_that_maps_fresh_memory_every_step_has_its_remedy_timed(env):
                  precisions=("float32",), steps_per_call=())  # fmt: skip
     remedy_windows = [g for g in backend.fresh_groups if len(set(g)) == 1 and len(g) > 1]
     assert len(remedy_windows) == 2 and set(remedy_windows[0]) == {result.best.config}
-    remedy = result.standing.remedy
+    remedy = result.standing.results["remedy"].timed
     assert remedy.setting.startswith("GLIBC_TUNABLES=") and remedy.helps
     assert remedy.comparison.ratio == pytest.approx(1.6, rel=0.05)
     (found,) = [f for f in result.document["findings"] if f["kind"] == "fresh_pages_every_step"]
     assert "timed here, with GLIBC_TUNABLES=" in found["fix"]
-    assert "faster than the step as it is" in found["fix"]
+    assert (
+        "as fast as the step as it is" in found["fix"] and "faster in every window" in found["fix"]
+    )
     assert "set it in the training process's environment" in found["fix"]
     # the remedy's runs are not the pick's confirmations
     assert len(result.best.votes) == 2
@@ -564,7 +547,7 @@ def test_a_real_step_that_maps_fresh_memory_every_step_gets_its_remedy_timed(tmp
         settings=autoplace.MeasureSettings(deviation=False),
         steps_per_call=(),  # its own windows: the remedy's alone
     )
-    remedy = result.standing.remedy
+    remedy = result.standing.results["remedy"].timed
     assert remedy is not None and remedy.comparison.windows == 2
     assert remedy.faults_per_step[0] > 10_000  # 48 MiB of 4 KiB pages a step, as it is
     (found,) = [f for f in result.document["findings"] if f["kind"] == "fresh_pages_every_step"]
@@ -582,14 +565,13 @@ def test_a_real_step_at_a_fixed_small_batch_has_its_steps_per_call_timed(tmp_pat
     # steps per call it recommends (K only where faster beyond doubt: the machine decides).
     result = tune_real(tmp_path, "tiny_mlp", 4)
     fusing = result.standing.fusing
-    # two windows, a third where one more could settle it: how noisy the machine is decides
-    assert fusing is not None and fusing.comparison.windows in (2, 3)
+    assert fusing is not None and fusing.comparison.windows == 2
     assert fusing.steps_per_call in (4, 16) and fusing.figures.steps_per_call in (4, 16)
     doc = rec.read(tmp_path / "a.toml")
     k = doc["recommendation"]["steps_per_call"]
     assert k == fusing.recommended and k in (1, fusing.steps_per_call)
     assert k == (fusing.steps_per_call if fusing.helps or fusing.ahead else 1)
-    assert doc["recommendation"]["fusing"]["best_tried"] == fusing.steps_per_call
+    assert doc["recommendation"]["fuse"]["best_tried"] == fusing.steps_per_call
     assert result.answer is not None and result.answer.candidates[0].steps_per_call == k
 
 
@@ -608,7 +590,7 @@ def test_a_batch_the_line_predicts_as_good_as_the_pick_is_measured_not_listed(en
     backend = SyntheticBackend()
     result = run(env, backend, strategy=_StopsAt32(), precisions=("float32",), confirm=2)
     searched = {r.config.batch_size for r in backend.measured
-                if r.settings.fed_time_cap_s == tuning.SEARCH_CAP_S}  # fmt: skip
+                if r.settings.fed_time_cap_s == SEARCH_CAP_S}  # fmt: skip
     assert {64, 128} <= searched
     assert result.best.config.batch_size == 128  # the synthetic throughput rises to the end
     equivalent = rec.read(env["out"])["recommendation"].get("equivalent", [])

@@ -1,0 +1,100 @@
+"""The search phase: what the strategy proposes, measured quickly in the shared worker, each
+group timed in turns with the best configuration so far (its reference), so that every
+group's figures are put on one scale (:func:`estimates`: ``log figure = configuration +
+group``, the drift between groups fitted out). The search only chooses the finalists; the
+confirmation's windows decide the pick (:mod:`._confirm`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from autoplace.config import Config
+from autoplace.objectives import Objective
+from autoplace.settings import MeasureSettings
+from autoplace.study import History
+from autoplace.tuning._compare import Fit, fit
+from autoplace.tuning._phase import Context, Group
+
+#: The cap of the loop the objective ranks on, per configuration, in a search group (three
+#: turns, at least, of a 50 ms chunk after 30 ms of settling).
+SEARCH_CAP_S = 0.2
+#: While searching for throughput, a configuration whose every one of its first four turns
+#: takes more than this many times the reference's time per sample stops being timed: it
+#: is 20% behind the best so far, further than any finalist may be (``._confirm.REACH``).
+STOP_BEHIND = 1.25
+
+
+def quick(user: MeasureSettings, objective: Objective) -> MeasureSettings:
+    """The user's settings as every phase starts from them: no float32 comparison, the
+    transfer timed only where the objective counts it, one warm-up step after the first
+    call (none where the fed loop is ranked: the resident loop's glance, timed first, warms
+    it)."""
+    return dataclasses.replace(
+        user,
+        deviation=False,
+        transfer_cap_s=user.transfer_cap_s if objective.one_batch else 0.0,
+        warmup_steps=min(user.warmup_steps, 1 if objective.loop == "step" else 0),
+    )
+
+
+def ranking(
+    base: MeasureSettings, user: MeasureSettings, objective: Objective, cap: float
+) -> MeasureSettings:
+    """``base`` with the loop the objective ranks on capped at ``cap`` (or the user's cap,
+    if lower) and the other loops glanced at (the prefetched one not timed at all)."""
+    caps = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0, "prefetch_time_cap_s": 0.0}
+    own = {"step": "time_cap_s", "fed": "fed_time_cap_s", "prefetch": "prefetch_time_cap_s"}
+    name = own[objective.loop]
+    caps[name] = min(getattr(user, name) or cap, cap)
+    return dataclasses.replace(base, **caps)
+
+
+def estimates(history: History, objective: Objective) -> Fit:
+    """The search's figures on one scale: each configuration's score with the drift between
+    the groups it was timed in fitted out."""
+    cells: dict[Config, dict[object, float]] = {}
+    for n, (c, m) in enumerate(history.searches):
+        score = objective.score(m) if m.status == "ok" else None
+        if score:
+            cells.setdefault(c, {})[m.interleave_id or ("alone", n)] = score
+    return fit(cells)
+
+
+class Search:
+    """The search: see the module docstring."""
+
+    name = "search"
+
+    def settings(self, user: MeasureSettings, objective: Objective) -> MeasureSettings:
+        searching = dataclasses.replace(
+            quick(user, objective),
+            stop_behind=STOP_BEHIND if objective.rate else None,
+            stop_far_behind=objective.rate,
+        )
+        return ranking(searching, user, objective, SEARCH_CAP_S)
+
+    def next(self, ctx: Context) -> Group | None:
+        """The strategy's proposal, led by the best so far as its reference where there is
+        room for it and it is not in the group already."""
+        now, plan = ctx.standing, ctx.plan
+        space = plan.space.without(now.ended)
+        group = list(
+            plan.strategy.propose(space, plan.objective, now.estimates, ctx.history.pending)
+        )
+        if not group:
+            return None
+        reference = _incumbent(now.estimates, plan.objective) if ctx.room >= 2 else None
+        if reference is not None and reference not in group:
+            return Group.of(self.name, [reference, *group][: ctx.room], False, reference)
+        return Group.of(self.name, group[: ctx.room], False)
+
+    def judge(self, ctx: Context) -> None:
+        """The search's figures are the standing's estimates: nothing of its own to say."""
+        return None
+
+
+def _incumbent(scores: Mapping[Config, float | None], objective: Objective) -> Config | None:
+    """The configuration the search scores best so far, if any ran."""
+    ran = {c: s for c, s in scores.items() if s is not None}
+    return max(ran, key=lambda c: objective.key(ran[c]), default=None)
