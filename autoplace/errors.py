@@ -66,6 +66,13 @@ class WorkerError(AutoplaceError):
     """The measurement worker broke in a way that is autoplace's fault, not the workload's."""
 
 
+class KilledFromOutsideError(AutoplaceError):
+    """A measurement's process was killed from outside (another process's signal, not the
+    kernel's out-of-memory killer; or the fork server it came from went) every time it
+    was measured again. No failure of the configuration: nothing of it is stored, and the
+    same command measures it again. Exit code 1; everything finished before is kept."""
+
+
 def first_line(exc: BaseException, limit: int | None = 200) -> str:
     """The first line of ``exc``'s message (at most ``limit`` characters), or its type's name."""
     text = str(exc).strip()

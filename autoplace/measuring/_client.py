@@ -24,9 +24,14 @@ What a worker survives:
 
 * it dies (segfault, abort, kill): the configuration it was on is measured once more,
   alone, in a fresh worker (a kill from outside is not the configuration's doing); dying
-  again, it is stored as ``crash``, with the signal and the last line the worker printed.
-  Killed by a signal while importing the model file, it imports it once more in a fresh
-  worker before the file is blamed;
+  again of its own (see :class:`~._worker.Death`), it is stored as ``crash``, with the
+  signal and the last line the worker printed. Killed by a signal while importing the
+  model file, it imports it once more in a fresh worker before the file is blamed;
+* a process of a window is killed from outside (another process's signal, not the
+  out-of-memory killer's), or the fork server it came from goes: the window is measured
+  again in new processes, up to twice. A kill from outside that outlasts the tries, here
+  or in the shared worker, fails no configuration: :class:`KilledFromOutsideError` ends
+  the call, and the same command measures it again;
 * it runs past the time limit: the worker is killed, status ``timeout``. The worker says
   which configuration and phase it is on (:class:`Progress`), so a hang is that
   configuration's alone, found after one limit: the others of its group are measured
@@ -51,20 +56,22 @@ from pathlib import Path
 from typing import Any
 
 from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError, ModelFileError
+from autoplace.errors import BadInputError, KilledFromOutsideError, ModelFileError
 from autoplace.host import process_alive
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import with_figures
 from autoplace.measuring._forkserver import ForkServer
 from autoplace.measuring._messages import Catalog, Done, MeasureGroup, Request
 from autoplace.measuring._progress import Progress
-from autoplace.measuring._window import FreshWindow
+from autoplace.measuring._window import FreshWindow, KilledFromOutside
 from autoplace.measuring._worker import START_TIMEOUT_S, Stop, Worker
 from autoplace.settings import MeasureRequest
 from autoplace.workload import WorkloadInfo
 
 #: Statuses after which the worker is not reused.
 _RESTART_AFTER = frozenset({"oom", "crash", "timeout"})
+#: How many times a window is measured in all when its processes are killed from outside.
+_WINDOW_TRIES = 3
 
 
 #: A worker's folder in the temporary directory: the prefix, the owning process's id, and
@@ -228,6 +235,8 @@ class SubprocessBackend:
         t = time.perf_counter()
         timeout = max(r.settings.timeout_s for r in requests)
         reply = self._call(MeasureGroup(requests), timeout, on_progress)
+        if isinstance(reply, Stop) and reply.outside and not retry:
+            raise _killed_from_outside(2, reply.reason)
         # The start-up this call waited for, even if a catalog call triggered it.
         started, self._unbilled_start_s = self._unbilled_start_s, 0.0
         if isinstance(reply, Stop) and reply.on is not None and len(requests) > 1:
@@ -276,27 +285,39 @@ class SubprocessBackend:
         forked from the fork server, or, when its request has an environment of its own
         (``MeasureRequest.env``: read as a process starts), started from scratch with it."""
         requests = list(requests)
-        window = FreshWindow(
-            [
-                Worker(
-                    self._folder / f"fresh-{uuid.uuid4().hex[:8]}.log",
-                    self._boot(True),
-                    {**self._env, **dict(r.env)},
-                    forks=None if r.env else self._forks,
-                )
-                for r in requests
-            ],
-            requests,
-            on_progress,
-        )
-        self._fresh = window.workers
-        try:
-            results = window.run()
-        finally:
-            for worker in window.workers:
-                worker.stop(kill=True)
-            self._fresh = []
+        for tries in range(1, _WINDOW_TRIES + 1):
+            window = FreshWindow(self._fresh_workers(requests), requests, on_progress)
+            self._fresh = window.workers
+            try:
+                results = window.run()
+                break
+            except KilledFromOutside as killed:
+                # No configuration failed: the window again, each in a new process (a fork
+                # server gone, they start from scratch).
+                if tries == _WINDOW_TRIES:
+                    raise _killed_from_outside(tries, killed.reason) from None
+                if on_progress is not None:
+                    on_progress(
+                        Progress(None, f"{killed.reason}; the window again in new processes")
+                    )
+            finally:
+                for worker in window.workers:
+                    worker.stop(kill=True)
+                self._fresh = []
         return [self._real_compile(m, r) for m, r in zip(results, requests, strict=True)]
+
+    def _fresh_workers(self, requests: list[MeasureRequest]) -> list[Worker]:
+        """A worker per request, not yet launched: forked from the fork server, or started
+        from scratch where its request has an environment of its own."""
+        return [
+            Worker(
+                self._folder / f"fresh-{uuid.uuid4().hex[:8]}.log",
+                self._boot(True),
+                {**self._env, **dict(r.env)},
+                forks=None if r.env else self._forks,
+            )
+            for r in requests
+        ]
 
     def _real_compile(self, m: Measurement, request: MeasureRequest) -> Measurement:
         """``m`` with the figures of the real compile when its executable was loaded from
@@ -312,3 +333,14 @@ class SubprocessBackend:
             return m
         real = self._compiles.get(key)
         return m if real is None else dataclasses.replace(m, compile_s=real, compile_cached=True)
+
+
+def _killed_from_outside(tries: int, reason: str) -> KilledFromOutsideError:
+    """The error of a measurement whose process was killed from outside ``tries`` times in
+    a row, the last time as ``reason`` says."""
+    return KilledFromOutsideError(
+        f"a measurement's process was killed from outside {tries} times in a row (the last: "
+        f"{reason}); that is no failure of the configuration, so none is stored: stop what "
+        "kills autoplace's processes, then run the same command again (a tune resumes, "
+        "measuring it again)"
+    )

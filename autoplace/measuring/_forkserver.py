@@ -114,17 +114,19 @@ class ForkServer:
                 return None
         return Forked(self, int(reply["pid"]))
 
-    def poll(self, pid: int) -> int | None:
+    def poll(self, pid: int) -> tuple[int | None, bool]:
         """Child ``pid``'s exit code as :meth:`subprocess.Popen.poll` gives it (minus the
-        signal that killed it), ``None`` while it runs. With the server gone (a child then
-        has no parent to report its code) a child that ended reads as code 1."""
+        signal that killed it), ``None`` while it runs; and whether the server reported it.
+        With the server gone (a child then has no parent to report its code, and ends
+        within 0.2 s: it watches the server) a child that ended reads as code 1, not
+        reported."""
         with self._lock:
             if not self.broken and self._sock is not None:
                 try:
-                    return self._ask({"op": "poll", "pid": pid})["code"]
+                    return self._ask({"op": "poll", "pid": pid})["code"], True
                 except (OSError, ValueError):
                     self._break()
-        return None if process_alive(pid) else 1
+        return (None if process_alive(pid) else 1), False
 
     def close(self) -> None:
         """End the server (its children are the callers' to stop). May be called twice."""
@@ -177,10 +179,15 @@ class Forked:
     def __init__(self, server: ForkServer, pid: int) -> None:
         self._server, self.pid = server, pid
         self.returncode: int | None = None
+        #: Whether the fork server was gone when last asked for its code: the code is then
+        #: unknown, and its end most likely the server's (a child follows its server
+        #: within 0.2 s), not its own doing.
+        self.orphaned = False
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self._server.poll(self.pid)
+            self.returncode, reported = self._server.poll(self.pid)
+            self.orphaned = not reported
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:

@@ -5,7 +5,9 @@ others; each sets its configuration up (alone where an accelerator is among them
 the caller times their loops chunk by chunk, the chunks taking turns across the
 processes (:func:`~._timing.time_interleaved`), and each worker ends its measurement
 with the chunks timed. A configuration that fails drops out; the others are timed again
-without it.
+without it. A process killed from outside (see :class:`~._worker.Death`) fails no
+configuration: the window ends with :class:`KilledFromOutside`, and its caller measures
+it again in new processes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ class _Dropped(Exception):
     def __init__(self, index: int, measurement: Measurement) -> None:
         super().__init__(measurement.reason)
         self.index, self.measurement = index, measurement
+
+
+class KilledFromOutside(Exception):
+    """A process of the window was killed from outside, or its fork server went (why:
+    ``reason``): no configuration failed, and the window's figures are incomplete."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class FreshWindow:
@@ -70,6 +81,8 @@ class FreshWindow:
         return self._answer(i, self.workers[i].call(message, self.timeout, self.on_progress))
 
     def _answer(self, i: int, reply: Done | Failed | Stop) -> Any:
+        if isinstance(reply, Stop) and reply.outside:
+            raise KilledFromOutside(reply.reason)
         if isinstance(reply, Stop):
             raise _Dropped(i, reply.measurement(self.requests[i]))
         if isinstance(reply, Failed):
@@ -77,16 +90,20 @@ class FreshWindow:
         return reply.value
 
     def run(self) -> list[Measurement]:
+        """Each configuration's measurement; raises :class:`KilledFromOutside` when a
+        process is killed from outside, a :class:`WorkerError` when one fails to start."""
         t = time.perf_counter()
         self._tell(None, f"starting {len(self.workers)} fresh worker process(es)")
         for worker in self.workers:
             worker.launch()
         for worker in self.workers:
             reply = worker.ready()
+            if isinstance(reply, Stop) and reply.outside:
+                raise KilledFromOutside(reply.reason)
             if not isinstance(reply, Done):
                 raise WorkerError(
-                    f"a fresh measurement worker failed to start: {why_not_started(reply)}; "
-                    f"see {worker.kept_log()}"
+                    f"a fresh measurement worker failed to start: {why_not_started(reply)}"
+                    f"{worker.log_hint()}"
                 )
         live = self._prepare()
         settings = self.requests[0].settings

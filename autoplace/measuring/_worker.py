@@ -4,13 +4,15 @@ what its death means.
 The worker itself runs :func:`~._serve.serve_worker`; the two speak in the messages of
 :mod:`._messages`. A round trip ends in the worker's reply or in a :class:`Stop` (it
 died, or ran past its time), which :meth:`Stop.measurement` turns into the
-configuration's failed measurement.
+configuration's failed measurement. A death's :class:`Death` says whose doing it was: a
+death from outside is no failure of the configuration (its caller measures it again).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import json
 import os
 import shutil
@@ -51,14 +53,72 @@ WORKER_BOOT = (
 START_TIMEOUT_S = 300.0
 
 
+class Death(enum.Enum):
+    """Whose doing a worker's death was, as far as its caller can tell (see
+    :func:`death_of`). Only :attr:`OUTSIDE` is no failure of the configuration it was on."""
+
+    #: It exited with a code: its own doing (Python's error, the workload's ``sys.exit``).
+    EXITED = "exited"
+    #: A signal of its own making: a segfault, an abort, a bus error, a bad instruction.
+    FAULT = "fault"
+    #: The kernel's out-of-memory killer (its log names the worker, or memory is nearly
+    #: full): the configuration's memory.
+    OUT_OF_MEMORY = "out_of_memory"
+    #: Another process's signal (a ``kill -9``, a ``SIGTERM``), or the fork server it was
+    #: forked from went, and the worker with it: nothing the configuration did.
+    OUTSIDE = "outside"
+
+
+#: Signals a process raises on itself when its own code fails (a fault, an abort, a
+#: resource limit it ran past); any other signal came from another process.
+_OWN_SIGNALS = frozenset(
+    {
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGABRT,
+        signal.SIGTRAP,
+        signal.SIGSYS,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+    }
+)
+
+
+def death_of(code: int | None, pid: int, orphaned: bool = False) -> tuple[Death, str]:
+    """Whose doing the death of worker ``pid`` was, and why in words: ``code`` is its exit
+    code as :meth:`subprocess.Popen.poll` gives it, ``orphaned`` whether its fork server
+    went before it (see :attr:`Forked.orphaned <._forkserver.Forked.orphaned>`). The one
+    place a death is classified."""
+    if orphaned:
+        return Death.OUTSIDE, "the fork server the worker was forked from is gone, and it with it"
+    if code is None or code >= 0:
+        return Death.EXITED, f"the worker exited with code {code}"
+    number = -code
+    name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
+    why = f"the worker was killed by {name}"
+    if number == signal.SIGKILL:
+        death, whom = _killed_by(pid)
+        return death, why + whom
+    return (Death.FAULT if number in _OWN_SIGNALS else Death.OUTSIDE), why
+
+
 @dataclasses.dataclass(frozen=True)
 class Stop:
-    """How a round trip ended without a reply: ``crash`` or ``timeout``, why, and the
-    index of the configuration the worker last said it was on (``None``: not known)."""
+    """How a round trip ended without a reply: ``crash`` or ``timeout``, why, the index
+    of the configuration the worker last said it was on (``None``: not known), and whose
+    doing a crash was (``None``: no death, a timeout)."""
 
     status: str
     reason: str
     on: int | None = None
+    death: Death | None = None
+
+    @property
+    def outside(self) -> bool:
+        """Whether the worker was killed from outside: no failure of the configuration."""
+        return self.death is Death.OUTSIDE
 
     def measurement(self, request: MeasureRequest) -> Measurement:
         """``request``'s measurement, failed as this round trip did."""
@@ -99,6 +159,8 @@ class Worker:
         self._last = ""
         #: Whether the last worker to die was killed by a signal (not an exit of its own).
         self.killed = False
+        #: Whose doing the last worker's death was (``None``: none died yet).
+        self.death: Death | None = None
         self.devices: list[DeviceInfo] | None = None
         #: Seconds the worker took to start and answer (Python + JAX + devices).
         self.start_s: float | None = None
@@ -138,8 +200,7 @@ class Worker:
             reply = self.ready()
         if not isinstance(reply, Done):
             raise WorkerError(
-                f"the measurement worker failed to start: {why_not_started(reply)}; "
-                f"see {self.kept_log()}"
+                f"the measurement worker failed to start: {why_not_started(reply)}{self.log_hint()}"
             )
         assert self.start_s is not None
         return self.start_s
@@ -165,15 +226,30 @@ class Worker:
             self._conn.close()
         self.process = self._conn = None
 
-    def kept_log(self) -> Path:
-        """A copy of the worker's log that outlives close(), for an error that names it."""
+    def kept_log(self) -> Path | None:
+        """A copy of the worker's log that outlives close(), for an error that names it;
+        ``None`` when the worker wrote nothing (no empty file is left to point to)."""
+        try:
+            if self._log.stat().st_size == 0:
+                return None
+        except OSError:
+            return None
         kept = (
             Path(tempfile.gettempdir())
             / f"autoplace-failed-worker-{os.getpid()}-{time.time_ns()}.log"
         )
-        with contextlib.suppress(OSError):
+        try:
             shutil.copyfile(self._log, kept)
+        except OSError:
+            kept.unlink(missing_ok=True)
+            return None
         return kept
+
+    def log_hint(self) -> str:
+        """The end of an error about this worker: where its log is kept, or that it wrote
+        nothing."""
+        kept = self.kept_log()
+        return f"; see {kept}" if kept is not None else "; it wrote nothing to its log"
 
     def roundtrip(
         self,
@@ -190,7 +266,7 @@ class Worker:
         try:
             self._conn.send(message)
         except (BrokenPipeError, OSError):
-            return Stop("crash", self.death_reason())
+            return self._died()
         self._busy = True
         return None
 
@@ -222,21 +298,23 @@ class Worker:
                     self._busy = False
                     return reply
             except (EOFError, OSError):
-                return Stop("crash", self.death_reason(), on)
+                return self._died(on)
             if self.process.poll() is not None:
-                return Stop("crash", self.death_reason(), on)
+                return self._died(on)
+
+    def _died(self, on: int | None = None) -> Stop:
+        """The :class:`Stop` of a worker that died (on configuration ``on``, if known)."""
+        reason = self.death_reason()
+        return Stop("crash", reason, on, self.death)
 
     def death_reason(self) -> str:
+        """Why the worker died, in words; sets :attr:`killed` and :attr:`death`."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
         code = self.process.poll()
+        orphaned = isinstance(self.process, Forked) and self.process.orphaned
         self.killed = code is not None and code < 0
-        if self.killed:
-            why = f"the worker was killed by {signal.Signals(-code).name}"
-            if -code == signal.SIGKILL:
-                why += _why_killed(self.process.pid)
-        else:
-            why = f"the worker exited with code {code}"
+        self.death, why = death_of(code, self.process.pid, orphaned)
         last = _last_line(self._log)
         self.stop(kill=True)
         return f"{why}: {last}" if last else why
@@ -275,16 +353,17 @@ def why_not_started(reply: Reply | Stop) -> str:
     return repr(reply)
 
 
-def _why_killed(pid: int) -> str:
-    """What killed worker ``pid`` with SIGKILL, as far as this process can tell. The
-    out-of-memory killer only where the kernel's log names this worker or the memory is
-    nearly all taken; else another process's kill -9 is as likely."""
+def _killed_by(pid: int) -> tuple[Death, str]:
+    """What killed worker ``pid`` with SIGKILL, as far as this process can tell, and that
+    in words. The out-of-memory killer only where the kernel's log names this worker or
+    the memory is nearly all taken; else another process's kill -9."""
     oom, free = _oom_killed(pid), _memory_free()
     if oom or (free is not None and free[0] < 0.05 * free[1]):
         why = " (the kernel's out-of-memory killer"
-        return why + (": its log names this worker)" if oom else ": memory is nearly full)")
+        why += ": its log names this worker)" if oom else ": memory is nearly full)"
+        return Death.OUT_OF_MEMORY, why
     shown = "" if free is None else f"; {free[0] / 2**30:.1f} GiB of memory free"
-    return f" (from outside; the kernel's log names no out-of-memory kill{shown})"
+    return Death.OUTSIDE, f" (from outside; the kernel's log names no out-of-memory kill{shown})"
 
 
 def _oom_killed(pid: int) -> bool:

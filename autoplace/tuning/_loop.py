@@ -12,8 +12,11 @@ Each pass:
 
 So a configuration is searched once per study (unless ``remeasure``); running the same
 command again resumes; a failed configuration is stored with its status and reason and
-never retried; an interrupt marks the group in flight as interrupted (it is measured again
-on resume) and keeps every finished measurement.
+never retried; an interrupt marks the group in flight as interrupted (it is measured
+again on resume) and keeps every finished measurement. So does a measurement process
+killed from outside every time the backend measured it again
+(:class:`~autoplace.errors.KilledFromOutsideError`): that is no failure of a
+configuration, so the run ends with it, and the group is measured again on resume.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from autoplace.errors import StorageError
+from autoplace.errors import KilledFromOutsideError, StorageError
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, Progress, timing_lock, waiting
 from autoplace.settings import MeasureRequest
@@ -134,6 +137,10 @@ class Loop:
             if self._tickets:
                 self.log.abandon(self._tickets, interrupted=True)
             return self._standing_now(now), self._new, True
+        except KilledFromOutsideError:
+            if self._tickets:  # no configuration's failure: measured again on resume
+                self.log.abandon(self._tickets, interrupted=True)
+            raise
         except BaseException:
             if self._tickets:
                 self.log.abandon(self._tickets, interrupted=False)

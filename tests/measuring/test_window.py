@@ -83,3 +83,93 @@ def test_a_configuration_failing_in_a_fresh_window_drops_out_and_the_others_go_o
         good, bad = backend.measure_fresh(reqs)
     assert good.status == "ok" and bad.status == "nonfinite"
     assert good.fresh_process is True
+
+
+def _gone(pids: list[int], within_s: float = 120.0) -> None:
+    """Wait until none of ``pids`` runs (a zombie counts as ended); generous: only a
+    failure waits it out."""
+    import time
+
+    def running(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    deadline = time.monotonic() + within_s
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(running(p) for p in pids), "the window's processes outlived the kill"
+
+
+def _kill_the_worker(backend: SubprocessBackend) -> None:
+    import os
+    import signal
+
+    os.kill(backend._fresh[1].process.pid, signal.SIGKILL)
+
+
+def _kill_the_fork_server(backend: SubprocessBackend) -> None:
+    import os
+    import signal
+
+    children = [w.process.pid for w in backend._fresh]
+    os.kill(backend._forks._process.pid, signal.SIGKILL)
+    _gone(children)  # each follows its server within 0.2 s: now mid-window, all gone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [_kill_the_worker, _kill_the_fork_server])
+def test_a_window_killed_from_outside_mid_window_is_measured_again_in_new_processes(kill) -> None:
+    # kill -9 of one of the window's processes, or of the fork server they came from, while
+    # their loops are timed in turns: no configuration failed, so none is a ``crash``; the
+    # window is measured again whole, in new processes (started from scratch when the
+    # fork server is gone).
+    reqs = [
+        request(model("tiny_mlp"), "mlp", FAST, batch_size=4),
+        request(model("tiny_mlp"), "mlp", FAST, batch_size=8),
+    ]
+    heard: list[str] = []
+    killed: list[bool] = []
+    with SubprocessBackend() as backend:
+        backend.measure_together(reqs)  # the search's compiles, as in a tune
+
+        def on(p: autoplace.measuring.Progress) -> None:
+            heard.append(p.what)
+            if "turn" in p.what and not killed:
+                killed.append(True)
+                kill(backend)
+
+        fresh = backend.measure_fresh(reqs, on)
+    for m in fresh:
+        assert m.status == "ok", m.reason
+        assert m.fresh_process is True
+    assert fresh[0].interleave_id == fresh[1].interleave_id  # one window, both in it
+    (again,) = [h for h in heard if "again in new processes" in h]
+    assert "from outside" in again or "fork server" in again
+    assert sum("starting 2 fresh worker" in h for h in heard) == 2
+
+
+@pytest.mark.slow
+def test_a_window_process_killed_while_it_starts_is_started_again(monkeypatch) -> None:
+    # The kill lands before the worker has answered that it started: once an "exit 1"
+    # pointing to an empty log; now the window in new processes.
+    import os
+    import signal
+
+    from autoplace.measuring._worker import Worker
+
+    reqs = [request(model("tiny_mlp"), "mlp", FAST, batch_size=4)]
+    with SubprocessBackend() as backend:
+        backend.devices()  # the shared worker and the fork server started
+        real, killed = Worker.ready, []
+
+        def ready(self):
+            if not killed:
+                os.kill(self.process.pid, signal.SIGKILL)
+                killed.append(self.process.pid)
+            return real(self)
+
+        monkeypatch.setattr(Worker, "ready", ready)
+        (m,) = backend.measure_fresh(reqs)
+    assert killed and m.status == "ok", m.reason

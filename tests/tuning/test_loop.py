@@ -3,7 +3,15 @@ from __future__ import annotations
 import optuna
 import pytest
 from conftest import model
-from synthetic import SHAPES, SyntheticBackend, bfloat16_ahead, bfloat16_just_ahead, shape, shaped
+from synthetic import (
+    SHAPES,
+    SyntheticBackend,
+    _verdict_window,
+    bfloat16_ahead,
+    bfloat16_just_ahead,
+    shape,
+    shaped,
+)
 
 import autoplace
 from autoplace import BadInputError, tuning
@@ -595,3 +603,98 @@ def test_a_batch_the_line_predicts_as_good_as_the_pick_is_measured_not_listed(en
     assert result.best.config.batch_size == 128  # the synthetic throughput rises to the end
     equivalent = rec.read(env["out"])["recommendation"].get("equivalent", [])
     assert not [e for e in equivalent if e.get("predicted")]
+
+
+class _KilledInWindow(SyntheticBackend):
+    """Its ``window``-th verdict window is killed from outside every time the backend
+    measures it again: the backend gives up (what ``SubprocessBackend`` raises then)."""
+
+    def __init__(self, window: int, **kw) -> None:
+        super().__init__(**kw)
+        self.kill_at: int | None = window
+
+    def measure_fresh(self, requests, on_progress=None):
+        if _verdict_window(requests) and len(self.windows) + 1 == self.kill_at:
+            self.kill_at = None
+            raise autoplace.KilledFromOutsideError(
+                "a measurement's process was killed from outside 3 times in a row"
+            )
+        return super().measure_fresh(requests, on_progress)
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_a_window_killed_from_outside_every_time_stores_no_failure_and_the_resume_picks_alike(
+    env, tmp_path, window
+):
+    # No finalist is disqualified for a kill from outside: the run ends, the window in
+    # flight is marked interrupted (no crash stored), and the resume measures it again and
+    # picks what an undisturbed tune picks.
+    options = dict(strategy=autoplace.Grid(), batch_sizes=(8, 16, 32), confirm=2, study="s")
+    calm = {**env, "storage": f"journal:///{tmp_path / 'calm.log'}", "out": tmp_path / "c.toml"}
+    undisturbed = run(calm, SyntheticBackend(slowdown=bfloat16_ahead(0.15)), **options)
+    killed = _KilledInWindow(window, slowdown=bfloat16_ahead(0.15))
+    with pytest.raises(autoplace.KilledFromOutsideError, match="killed from outside"):
+        run(env, killed, **options)
+    study = load("s", env)
+    assert not [t for t in study.trials if t.user_attrs.get("status") == "crash"]
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    interrupted = [t for t in study.trials if t.user_attrs.get("interrupted")]
+    assert len(interrupted) == 2 and {t.user_attrs["phase"] for t in interrupted} == {"confirm"}
+    resumed = run(env, SyntheticBackend(slowdown=bfloat16_ahead(0.15)), **options)
+    assert resumed.best.config == undisturbed.best.config and resumed.best.confirmed
+    assert len(resumed.best.votes) >= 2  # its windows, the killed one measured again
+
+
+def _kill_a_window_process(backend) -> None:
+    import os
+    import signal
+
+    os.kill(backend._fresh[-1].process.pid, signal.SIGKILL)
+
+
+def _kill_the_fork_server(backend) -> None:
+    import os
+    import signal
+
+    os.kill(backend._forks._process.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [_kill_a_window_process, _kill_the_fork_server])
+def test_a_real_tune_whose_window_is_killed_from_outside_disqualifies_no_finalist(tmp_path, kill):
+    # kill -9 of a confirmation window's process, or of the fork server, mid-window: once
+    # the finalist was stored as ``crash`` and the pick became one measured slower. Now the
+    # window is measured again in new processes: no trial is a crash, every confirmation
+    # ran, and the pick is confirmed in its windows (which configuration wins is the
+    # machine's timing to decide, not asserted here).
+    phases, heard, killed = [], [], []
+
+    def on_progress(line: str) -> None:
+        heard.append(line)
+        if not killed and phases and phases[-1] == "confirm" and "turn" in line:
+            killed.append(line)
+            kill(backend)
+
+    with autoplace.SubprocessBackend() as backend:
+        result = autoplace.tune(
+            model("tiny_mlp"),
+            batch_sizes=(32, 64),
+            precisions=("float32",),
+            storage=f"journal:///{tmp_path / 's.log'}",
+            study="s",
+            out=tmp_path / "a.toml",
+            confirm=2,
+            steps_per_call=(),
+            backend=backend,
+            on_group=lambda event: phases.append(event.phase),
+            on_progress=on_progress,
+        )
+    assert killed, "no confirmation window was timed"
+    assert any("the window again in new processes" in line for line in heard)
+    study = load("s", {"storage": f"journal:///{tmp_path / 's.log'}"})
+    stored = [t.user_attrs.get("status") for t in study.trials if "status" in t.user_attrs]
+    assert stored and set(stored) == {"ok"}, stored
+    confirms = [t for t in study.trials if t.user_attrs.get("phase") == "confirm"]
+    assert confirms and all(t.state == optuna.trial.TrialState.COMPLETE for t in confirms)
+    assert result.best is not None and result.best.confirmed
+    assert len(result.best.votes) >= 2  # its windows, the killed one measured again
