@@ -6,7 +6,8 @@ device it runs on, a file in the folder every autoplace process on the host shar
 (:func:`autoplace.host.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
 the well-kept library for it (the OS releases the lock of a killed process). The CPU
 devices of one host are one lock: JAX's virtual CPU devices share the same cores. A
-process that has to wait is told who holds the lock, and says so.
+process that has to wait is told who holds the lock, and says so; a Ctrl-C taken ends the
+wait at once.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from autoplace._interrupt import Interrupt
 from autoplace.host import lock_dir
+
+#: How often a wait for another process's lock looks whether a Ctrl-C was taken.
+_INTERRUPT_POLL_S = 0.2
 
 
 def lock_key(device: str) -> str:
@@ -27,11 +33,14 @@ def lock_key(device: str) -> str:
 
 @contextlib.contextmanager
 def timing_lock(
-    devices: Sequence[str], on_wait: Callable[[str], None] | None = None
+    devices: Sequence[str],
+    on_wait: Callable[[str], None] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> Iterator[None]:
     """Hold the lock of every device in ``devices`` (in one order, so two processes never
     deadlock); while another process holds one, call ``on_wait`` with a line saying so,
-    once, then wait for it."""
+    once, then wait for it, or, once ``interrupt`` is set (a Ctrl-C taken), stop with
+    ``KeyboardInterrupt``."""
     from filelock import FileLock, Timeout
 
     folder = lock_dir()
@@ -43,10 +52,26 @@ def timing_lock(
             except Timeout:
                 if on_wait is not None:
                     on_wait(f"waiting: {_holder(key)} is timing on {key}")
-                lock.acquire()
+                _acquire(lock, interrupt)
             held.callback(lock.release)
             _owner_file(key).write_text(str(os.getpid()))
         yield
+
+
+def _acquire(lock: Any, interrupt: Interrupt | None) -> None:
+    """Wait for ``lock``, looking for a Ctrl-C taken every :data:`_INTERRUPT_POLL_S`."""
+    from filelock import Timeout
+
+    if interrupt is None:
+        lock.acquire()
+        return
+    while True:
+        interrupt.check()
+        try:
+            lock.acquire(timeout=_INTERRUPT_POLL_S)
+            return
+        except Timeout:
+            continue
 
 
 def _owner_file(key: str) -> Path:

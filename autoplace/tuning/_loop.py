@@ -14,7 +14,10 @@ Each pass:
 So a configuration is searched once per study (unless ``remeasure``); running the same
 command again resumes; a failed configuration is stored with its status and reason and
 never retried; an interrupt marks the group in flight as interrupted (it is measured
-again on resume) and keeps every finished measurement.
+again on resume) and keeps every finished measurement. A Ctrl-C is taken where stopping is
+safe (:class:`~autoplace._interrupt.Interrupt`): at the start of a pass, in the waits
+(which wake at once), and in the measurement's progress (the group in flight is
+abandoned), never while a finished group is recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from autoplace._interrupt import Interrupt
 from autoplace.config import Config
 from autoplace.errors import StorageError
 from autoplace.measurement import Measurement
@@ -88,17 +92,22 @@ class Loop:
     #: each), and the measurement whose batch took longest.
     batch_s: float = 0.0
     slowest_batch: Measurement | None = None
+    #: A Ctrl-C taken (see :mod:`autoplace._interrupt`): the loop stops at the next point
+    #: where stopping keeps everything.
+    interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)
+    _new: int = dataclasses.field(default=0, init=False, repr=False)
 
     def run(self, budget: Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the final
-        standing, the number of new measurements, and whether interrupted (a
-        KeyboardInterrupt anywhere in the loop: the group in flight is marked interrupted,
-        so that a resume measures it again, and everything finished is kept)."""
+        standing, the number of new measurements, and whether interrupted (a Ctrl-C taken,
+        or a KeyboardInterrupt anywhere in the loop: the group in flight is marked
+        interrupted, so that a resume measures it again, and everything finished is kept)."""
         self._new, self._tickets, self._looked = 0, [], False
         now: Standing | None = None
         waiting = False
         try:
             while True:
+                self.interrupt.check()
                 history = self._read()
                 now = self._judge(history)
                 phase, group, reference = next_group(
@@ -113,13 +122,17 @@ class Loop:
                             "configuration(s) of this study"
                         )
                     waiting = True
-                    time.sleep(PENDING_POLL_S)
+                    self.interrupt.sleep(PENDING_POLL_S)
                     continue
                 waiting, self.waiting = False, None
                 if not group:
                     return now, self._new, False
                 self._run_group(phase, group, reference, history, budget)
         except KeyboardInterrupt:
+            self.interrupt.set()  # one raised elsewhere (a launcher's backend) stops it too
+            if self.hears.on_wait is not None:
+                self.hears.on_wait("interrupted: stopping, every finished measurement kept "
+                                   "(Ctrl-C again stops at once)")  # fmt: skip
             self.backend.close()
             if self._tickets:
                 self.log.abandon(self._tickets, interrupted=True)
@@ -140,23 +153,25 @@ class Loop:
         """One group: the verdict's windows wait for quiet (or refuse); claimed in the study;
         measured under the devices' timing lock; recorded; told."""
         if phase is not Phase.SEARCH or not self._looked:
-            await_quiet(self.plan.if_busy, self.plan.quiet_wait, self._wait)
+            await_quiet(
+                self.plan.if_busy, self.plan.quiet_wait, self._wait, interrupt=self.interrupt
+            )
             self.waiting, self._looked = None, True
         stored = phase.stored
         self._tickets = self.log.claim(self.log.begin(group, stored, reference), stored)
         group = [t.config for t in self._tickets]
         if not group:  # all of it claimed by other workers first: judge again shortly
-            time.sleep(PENDING_POLL_S)
+            self.interrupt.sleep(PENDING_POLL_S)
             return
         if self.hears.on_group is not None:
             self.hears.on_group(GroupEvent(phase, tuple(group), self._new, budget.trials))
         with (
             self.log.keep_alive(self._tickets),
-            timing_lock([c.device for c in group], self._wait),
+            timing_lock([c.device for c in group], self._wait, self.interrupt),
         ):
             self.waiting = None
             results = measure_group(self.backend, self.requests(group, phase), phase, history,
-                                    self.plan.steps_per_call, self.hears.on_progress)  # fmt: skip
+                                    self.plan.steps_per_call, self._progress)  # fmt: skip
         try:
             record_group(self.log, self._tickets, results, self.plan.objective)
         finally:  # what the storage would not take, the log kept for the resume
@@ -166,6 +181,18 @@ class Loop:
         if self.hears.on_trial is not None:
             found = list(zip(group, results, strict=True))
             self._tell(history.plus(stored, found), results, budget, phase)
+
+    def _progress(self, line: str) -> None:
+        """What the measurement in flight is doing now, told; a Ctrl-C taken stops it here
+        (the group is abandoned: measured again on resume)."""
+        self.interrupt.check()
+        if self.hears.on_progress is not None:
+            self.hears.on_progress(line)
+
+    @property
+    def finished(self) -> int:
+        """The measurements this run has recorded so far."""
+        return self._new
 
     def _read(self) -> History:
         return self.log.history().only(self.plan.space.__contains__)
