@@ -7,11 +7,13 @@ command's options from its signature, so each option is a parameter.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from autoplace._interrupt import taking_ctrl_c
 from autoplace.cli._errors import handle_errors
 from autoplace.cli._options import (
     DEFAULT_STORAGE,
@@ -169,7 +171,9 @@ def tune(
     from autoplace.tuning import TuneRequest, strategy_named
     from autoplace.units import MOST_DEVIATION, parse_fraction, parse_ints, parse_list, parse_size
 
-    with handle_errors():
+    # From here to the exit, SIGINT is autoplace's: a Ctrl-C stops the tune where stopping
+    # keeps everything, and a second one at once (see autoplace/_interrupt.py).
+    with taking_ctrl_c(exit_at_once=True) as interrupt, handle_errors(interrupt.is_set):
         request = TuneRequest(
             model_file,
             workload=workload,
@@ -199,7 +203,7 @@ def tune(
             steps_per_call=parse_ints(steps_per_call, "--steps-per-call"),
         )
         result = _run(request, as_json)
-    _tell(result, request, as_json)
+        _tell(result, request, as_json, interrupt.is_set)
 
 
 def _run(request: TuneRequest, as_json: bool) -> TuneResult:
@@ -220,8 +224,11 @@ def _run(request: TuneRequest, as_json: bool) -> TuneResult:
         )
 
 
-def _tell(result: TuneResult, request: TuneRequest, as_json: bool) -> None:
-    """Cache the answer, print the result, and end with the tune's exit code."""
+def _tell(
+    result: TuneResult, request: TuneRequest, as_json: bool, interrupted: Callable[[], bool]
+) -> None:
+    """Cache the answer, print the result, and end with the tune's exit code: 130 where a
+    Ctrl-C was taken (``interrupted()``), even one that came once the tune was done."""
     cached: list[Path] = []
     narrower: tuple[str, ...] = ()
     if result.answer is not None:
@@ -248,7 +255,7 @@ def _tell(result: TuneResult, request: TuneRequest, as_json: bool) -> None:
                 f"{'; '.join(narrower)}, narrower than a launcher asks; an earlier answer to "
                 "the wider question stays where it was"
             )
-    if result.interrupted:
+    if result.interrupted or interrupted():
         partial = f"; the pick so far is in {result.out}" if result.out else ""
         typer.echo(
             f"interrupted: every finished measurement is saved in study {result.study_name!r} "

@@ -55,6 +55,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from autoplace._interrupt import Interrupt
 from autoplace.devices import DeviceInfo
 from autoplace.errors import BadInputError, KilledFromOutsideError, ModelFileError
 from autoplace.host import process_alive
@@ -99,17 +100,26 @@ class SubprocessBackend:
         jax_config: ``jax.config`` settings the workers apply before first use of JAX
             (e.g. ``{"jax_num_cpu_devices": 4}``).
         env: extra environment variables for the workers.
+        interrupt: a Ctrl-C taken (see :mod:`autoplace._interrupt`) ends a wait for a
+            worker at once, with ``KeyboardInterrupt``: the measurement in flight is
+            abandoned (a tune measures it again on resume).
     """
 
     def __init__(
-        self, jax_config: dict[str, Any] | None = None, env: dict[str, str] | None = None
+        self,
+        jax_config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        interrupt: Interrupt | None = None,
     ) -> None:
         self._jax_config = dict(jax_config or {})
         self._env = dict(env or {})
+        self._interrupt = interrupt
         _sweep_orphans()
         self._folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         self._cache = self._folder / "xla-cache"
-        self._worker = Worker(self._folder / "worker.log", self._boot(), self._env)
+        self._worker = Worker(
+            self._folder / "worker.log", self._boot(), self._env, interrupt=interrupt
+        )
         self._forks = ForkServer(self._folder / "forkserver.log", self._env)
         self._fresh: list[Worker] = []
         #: The real compile of each configuration this backend measured: a fresh worker
@@ -315,6 +325,7 @@ class SubprocessBackend:
                 self._boot(True),
                 {**self._env, **dict(r.env)},
                 forks=None if r.env else self._forks,
+                interrupt=self._interrupt,
             )
             for r in requests
         ]

@@ -6,10 +6,10 @@ device it runs on, a file in the folder every autoplace process on the host shar
 (:func:`autoplace.host.lock_dir`; ``$AUTOPLACE_LOCK_DIR`` moves it), with ``filelock``:
 the well-kept library for it (the OS releases the lock of a killed process). The CPU
 devices of one host are one lock: JAX's virtual CPU devices share the same cores. A
-process that has to wait is told who holds the lock, and says so; while it waits it
-leaves a mark beside the lock (``KEY.wait-PID``), so that the process timing can say how
-many others wait for it (:func:`waiting`): they count in ``uptime``'s load average, though
-they do not run while it times.
+process that has to wait is told who holds the lock, and says so; a Ctrl-C taken ends the
+wait at once. While it waits it leaves a mark beside the lock (``KEY.wait-PID``), so that
+the process timing can say how many others wait for it (:func:`waiting`): they count in
+``uptime``'s load average, though they do not run while it times.
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from autoplace._interrupt import Interrupt
 from autoplace.host import lock_dir, process_alive
+
+#: How often a wait for another process's lock looks whether a Ctrl-C was taken.
+_INTERRUPT_POLL_S = 0.2
 
 
 def lock_key(device: str) -> str:
@@ -30,11 +35,14 @@ def lock_key(device: str) -> str:
 
 @contextlib.contextmanager
 def timing_lock(
-    devices: Sequence[str], on_wait: Callable[[str], None] | None = None
+    devices: Sequence[str],
+    on_wait: Callable[[str], None] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> Iterator[None]:
     """Hold the lock of every device in ``devices`` (in one order, so two processes never
     deadlock); while another process holds one, call ``on_wait`` with a line saying so,
-    once, then wait for it."""
+    once, then wait for it, or, once ``interrupt`` is set (a Ctrl-C taken), stop with
+    ``KeyboardInterrupt``."""
     from filelock import FileLock, Timeout
 
     folder = lock_dir()
@@ -49,7 +57,7 @@ def timing_lock(
                 mark = folder / f"{key}.wait-{os.getpid()}"
                 mark.touch()
                 try:
-                    lock.acquire()
+                    _acquire(lock, interrupt)
                 finally:
                     mark.unlink(missing_ok=True)
             held.callback(lock.release)
@@ -68,6 +76,22 @@ def waiting(devices: Sequence[str]) -> int:
                 if pid != os.getpid() and process_alive(pid):
                     pids.add(pid)
     return len(pids)
+
+
+def _acquire(lock: Any, interrupt: Interrupt | None) -> None:
+    """Wait for ``lock``, looking for a Ctrl-C taken every :data:`_INTERRUPT_POLL_S`."""
+    from filelock import Timeout
+
+    if interrupt is None:
+        lock.acquire()
+        return
+    while True:
+        interrupt.check()
+        try:
+            lock.acquire(timeout=_INTERRUPT_POLL_S)
+            return
+        except Timeout:
+            continue
 
 
 def _owner_file(key: str) -> Path:

@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from autoplace._interrupt import Interrupt
 from autoplace.devices import DeviceInfo
 from autoplace.errors import WorkerError
 from autoplace.measurement import Measurement
@@ -142,6 +143,8 @@ class Worker:
         boot: what the worker's engine starts with (see :func:`~._serve.serve_worker`).
         env: the worker's environment over this process's.
         forks: the fork server to fork it from, if any (else it starts from scratch).
+        interrupt: a Ctrl-C taken ends a wait for the worker's reply, with
+            ``KeyboardInterrupt`` (the worker, busy, is then killed when stopped).
     """
 
     def __init__(
@@ -150,8 +153,10 @@ class Worker:
         boot: dict[str, Any],
         env: dict[str, str],
         forks: ForkServer | None = None,
+        interrupt: Interrupt | None = None,
     ) -> None:
         self._log, self._boot, self._env, self._forks = log, boot, env, forks
+        self._interrupt = interrupt
         self.process: subprocess.Popen | Forked | None = None
         self._conn: Any = None
         self._busy = False
@@ -276,9 +281,12 @@ class Worker:
         """The reply to what was sent, or a :class:`Stop`. ``timeout`` counts from the last
         sign of life: the request, or a progress message the worker sent (each
         configuration's set-up, each turn of the timed loops), which also goes to
-        ``on_progress``."""
+        ``on_progress``. A Ctrl-C taken (the worker's ``interrupt``) ends the wait within
+        half a second, with ``KeyboardInterrupt``."""
         deadline, on = time.monotonic() + timeout, None
         while True:
+            if self._interrupt is not None:
+                self._interrupt.check()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.stop(kill=True)

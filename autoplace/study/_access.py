@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from autoplace._interrupt import Interrupt
 from autoplace.errors import AutoplaceError, StorageError
 from autoplace.study._faults import fault_error, from_storage, retry, transient, waiting_line
 from autoplace.study._storage import reset_session
@@ -29,10 +30,18 @@ class Access:
         url: its URL (shown and kept without credentials).
         on_wait: hears a line while a storage fault is waited for, and the notes a reader
             of the run should see (trials reclaimed).
+        interrupt: a Ctrl-C taken cuts a wait for a fault short (see :func:`retry`).
     """
 
-    def __init__(self, storage: Any, url: str, on_wait: Callable[[str], None] | None) -> None:
+    def __init__(
+        self,
+        storage: Any,
+        url: str,
+        on_wait: Callable[[str], None] | None,
+        interrupt: Interrupt | None = None,
+    ) -> None:
         self.storage, self.url, self._on_wait = storage, url, on_wait
+        self._interrupt = interrupt
         #: The fault that outlasted the patience, once one has: the run is ending, and later
         #: calls raise it at once rather than wait again (a silent server costs a timeout
         #: per call); what they would have stored goes to the spill file.
@@ -53,6 +62,7 @@ class Access:
                 on_wait=self._waiting if self._on_wait is not None else None,
                 before_retry=lambda: reset_session(self.storage),
                 patience_s=None if patient else 0.0,
+                interrupt=self._interrupt,
             )
         except (AutoplaceError, KeyboardInterrupt):
             raise

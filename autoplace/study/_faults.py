@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
+from autoplace._interrupt import Interrupt
 from autoplace.errors import StorageError, StorageFaultError, first_line
 
 #: How long a storage call is tried again, with backoff (0.1 s doubling to 2 s), while its
@@ -46,6 +47,7 @@ def retry(
     before_retry: Callable[[], None] | None = None,
     patience_s: float | None = None,
     give_up: Callable[[BaseException], object] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> _T:
     """``action()``, tried again with backoff (0.1 s doubling to :data:`MAX_DELAY_S`) while
     its failure is :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`);
@@ -53,7 +55,8 @@ def retry(
     ``on_wait(seconds waited, last failure)`` hears of each wait past the first second, and
     every :data:`TICK_S` while one try hangs (the failure is then the last one, or
     ``None``: a server silent up to its timeout); ``before_retry()`` runs before each new
-    try (a session reset)."""
+    try (a session reset). A Ctrl-C taken (``interrupt``) cuts the wait short: the next
+    try is the last (a measurement the storage then will not take goes to the spill file)."""
     patience = PATIENCE_S if patience_s is None else patience_s
     start, delay = time.monotonic(), 0.1
     with _Ticker(start, on_wait) as ticker:
@@ -62,11 +65,18 @@ def retry(
                 return action()
             except Exception as exc:
                 waited = time.monotonic() - start
-                if not transient(exc) or waited >= patience or (give_up and give_up(exc)):
+                stopped = interrupt is not None and interrupt.is_set()
+                if not transient(exc) or waited >= patience or stopped:
+                    raise
+                if give_up is not None and give_up(exc):
                     raise
                 if waited >= _QUIET_S:
                     ticker.tell(waited, exc)
-            time.sleep(min(delay, max(0.0, patience - waited)))
+            pause = min(delay, max(0.0, patience - waited))
+            if interrupt is None:
+                time.sleep(pause)
+            else:
+                interrupt.wait(pause)
             delay = min(2 * delay, MAX_DELAY_S)
             if before_retry is not None:
                 before_retry()

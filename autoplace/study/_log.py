@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from autoplace._interrupt import Interrupt
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.study import _spill
@@ -106,6 +107,8 @@ class OptunaStudyLog:
         on_wait: hears a line while a storage fault is waited for.
         spill_beside: the spill file goes beside this file (the recommendation file; see
             :func:`autoplace.study._spill.spill_path`).
+        interrupt: a Ctrl-C taken cuts a wait for a storage fault short (the next try is
+            the last; see :func:`autoplace.study._faults.retry`).
     """
 
     def __init__(
@@ -120,11 +123,12 @@ class OptunaStudyLog:
         since: dt.datetime | None = None,
         on_wait: Callable[[str], None] | None = None,
         spill_beside: Path | None = None,
+        interrupt: Interrupt | None = None,
     ) -> None:
         import optuna
 
         self.name = check_study_name(name)
-        access = Access(storage, url, on_wait)
+        access = Access(storage, url, on_wait, interrupt)
         spill = _spill.spill_path(url, spill_beside)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = access.do(

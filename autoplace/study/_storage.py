@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from autoplace._interrupt import Interrupt
 from autoplace._paths import shown as shown_path
 from autoplace.errors import BadInputError, StorageError
 from autoplace.study._faults import (
@@ -166,12 +167,17 @@ def missing_study_file(url: str) -> Path | None:
 
 
 def open_storage(
-    url: str, *, on_wait: Callable[[str], None] | None = None, reading: bool = False
+    url: str,
+    *,
+    on_wait: Callable[[str], None] | None = None,
+    reading: bool = False,
+    interrupt: Interrupt | None = None,
 ) -> Any:
     """An Optuna storage for ``url``; a server that is away is waited for as
-    :func:`autoplace.study._faults.retry` says, ``on_wait`` hearing a line meanwhile, but
-    one whose address leads nowhere is refused at once (:func:`unreachable`). Raises
-    :class:`StorageError` with the fix on failure, in one line without credentials.
+    :func:`autoplace.study._faults.retry` says, ``on_wait`` hearing a line meanwhile (a
+    Ctrl-C taken, ``interrupt``, cuts the wait short), but one whose address leads nowhere
+    is refused at once (:func:`unreachable`). Raises :class:`StorageError` with the fix on
+    failure, in one line without credentials.
 
     ``reading``: for a command that only reads; a study file it would have to create (see
     :func:`missing_study_file`) is refused, and a SQLite file is opened read-only."""
@@ -191,7 +197,12 @@ def open_storage(
         on_wait(waiting_line(waited, exc, lambda text: scrub(text, url), shown))
 
     def opened(make: Callable[[], Any]) -> Any:
-        return retry(make, on_wait=tell if on_wait is not None else None, give_up=unreachable)
+        return retry(
+            make,
+            on_wait=tell if on_wait is not None else None,
+            give_up=unreachable,
+            interrupt=interrupt,
+        )
 
     try:
         if scheme == "journal":

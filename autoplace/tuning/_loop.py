@@ -16,7 +16,10 @@ never retried; an interrupt marks the group in flight as interrupted (it is meas
 again on resume) and keeps every finished measurement. So does a measurement process
 killed from outside every time the backend measured it again
 (:class:`~autoplace.errors.KilledFromOutsideError`): that is no failure of a
-configuration, so the run ends with it, and the group is measured again on resume.
+configuration, so the run ends with it, and the group is measured again on resume. A Ctrl-C
+is taken where stopping is safe (:class:`~autoplace._interrupt.Interrupt`): at the start of a
+pass, in the waits (which wake at once), and in the measurement's progress (the group in
+flight is abandoned), never while a finished group is recorded.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from autoplace._interrupt import Interrupt
 from autoplace.errors import KilledFromOutsideError, StorageError
 from autoplace.measurement import Measurement
 from autoplace.measuring import Backend, Progress, timing_lock, waiting
@@ -103,17 +107,27 @@ class Loop:
     #: each), and the measurement whose batch took longest.
     batch_s: float = 0.0
     slowest_batch: Measurement | None = None
+    #: A Ctrl-C taken (see :mod:`autoplace._interrupt`): the loop stops at the next point
+    #: where stopping keeps everything.
+    interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)
+    _new: int = dataclasses.field(default=0, init=False, repr=False)
+
+    @property
+    def finished(self) -> int:
+        """The measurements this run has recorded so far."""
+        return self._new
 
     def run(self, budget: Budget) -> tuple[Standing, int, bool]:
         """Pass until nothing is left to measure or the budget is spent; return the final
-        standing, the number of new measurements, and whether interrupted (a
-        KeyboardInterrupt anywhere in the loop: the group in flight is marked interrupted,
-        so that a resume measures it again, and everything finished is kept)."""
+        standing, the number of new measurements, and whether interrupted (a Ctrl-C taken,
+        or a KeyboardInterrupt anywhere in the loop: the group in flight is marked
+        interrupted, so that a resume measures it again, and everything finished is kept)."""
         self._new, self._tickets, self._looked = 0, [], False
         now: Standing | None = None
         waiting = False
         try:
             while True:
+                self.interrupt.check()
                 history = self._read()
                 now = self._judge(history)
                 group = next_group(self.plan, now, history, budget.room(self._new))
@@ -126,13 +140,17 @@ class Loop:
                             "configuration(s) of this study"
                         )
                     waiting = True
-                    time.sleep(PENDING_POLL_S)
+                    self.interrupt.sleep(PENDING_POLL_S)
                     continue
                 waiting, self.waiting = False, None
                 if group is None:
                     return now, self._new, False
                 self._run_group(group, history, budget)
         except KeyboardInterrupt:
+            self.interrupt.set()  # one raised elsewhere (a launcher's backend) stops it too
+            if self.hears.on_wait is not None:
+                self.hears.on_wait("interrupted: stopping, every finished measurement kept "
+                                   "(Ctrl-C again stops at once)")  # fmt: skip
             self.backend.close()
             if self._tickets:
                 self.log.abandon(self._tickets, interrupted=True)
@@ -150,20 +168,22 @@ class Loop:
         """One group: a window waits for quiet (or refuses); claimed in the study; measured
         under the devices' timing lock; recorded; told."""
         if group.fresh or not self._looked:
-            await_quiet(self.plan.if_busy, self.plan.quiet_wait, self._wait)
+            await_quiet(
+                self.plan.if_busy, self.plan.quiet_wait, self._wait, interrupt=self.interrupt
+            )
             self.waiting, self._looked = None, True
         begun = self.log.begin(group.configs, group.phase, group.reference)
         self._tickets = self.log.claim(begun, group.phase)
         wants = _claimed(group.wants, begun, self._tickets)
         if not wants:  # all of it claimed by other workers first: judge again shortly
-            time.sleep(PENDING_POLL_S)
+            self.interrupt.sleep(PENDING_POLL_S)
             return
         configs = tuple(w.config for w in wants)
         if self.hears.on_group is not None:
             self.hears.on_group(GroupEvent(group.phase, configs, self._new, budget.trials))
         with (
             self.log.keep_alive(self._tickets),
-            timing_lock([c.device for c in configs], self._wait),
+            timing_lock([c.device for c in configs], self._wait, self.interrupt),
         ):
             self.waiting = None
             results = self._measure(group, wants, history)
@@ -195,6 +215,8 @@ class Loop:
             requests.append(r)
 
         def progress(p: Progress) -> None:
+            # A Ctrl-C taken stops it here: the group is abandoned, measured again on resume.
+            self.interrupt.check()
             if self.hears.on_progress is not None:
                 self.hears.on_progress(p.what if p.index is None else f"{group.phase}: {p.what}")
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from autoplace import machine
+from autoplace._interrupt import Interrupt
 from autoplace.errors import BadInputError, BusyMachineError
 
 BusyPolicy = Literal["warn", "wait", "refuse"]
@@ -38,11 +39,13 @@ def await_quiet(
     limit_s: float,
     on_wait: Callable[[str], None] | None,
     sample: Callable[[], machine.Interference] | None = None,
+    interrupt: Interrupt | None = None,
 ) -> machine.Interference | None:
     """Before a measurement the verdict rests on: under ``wait``, wait while the machine is
     busy, up to ``limit_s`` (then go on: the verdict will say it was busy); under
     ``refuse``, raise :class:`BusyMachineError` if it is busy. Returns the last sample
-    (``None`` under ``warn``, which does not look)."""
+    (``None`` under ``warn``, which does not look). A Ctrl-C taken (``interrupt``) ends the
+    wait at once, with ``KeyboardInterrupt``."""
     if policy == "warn":
         return None
     sample = sample or machine.sample
@@ -64,6 +67,9 @@ def await_quiet(
                 f"waiting for the machine to be quiet ({seen.describe()}): "
                 f"{waited:.0f} s of {limit_s:.0f} s (--quiet-wait)"
             )
-        time.sleep(QUIET_POLL_S)
+        if interrupt is not None:
+            interrupt.sleep(QUIET_POLL_S)
+        else:
+            time.sleep(QUIET_POLL_S)
         seen = sample()
     return seen

@@ -23,9 +23,10 @@ from typing import Any
 from autoplace import recommendation
 from autoplace._atomic import check_writable
 from autoplace._calls import build
+from autoplace._interrupt import Interrupt, taking_ctrl_c
 from autoplace.answer import Question
 from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError
+from autoplace.errors import BadInputError, StorageError
 from autoplace.explaining import throughput_figure
 from autoplace.limits import cached_limits
 from autoplace.measuring import Backend, SubprocessBackend, resolve_workload
@@ -51,6 +52,9 @@ from autoplace.tuning._request import TuneRequest
 from autoplace.tuning._result import GroupEvent, TrialEvent, TuneResult
 from autoplace.tuning._standing import Standing
 from autoplace.workload import WorkloadInfo
+
+#: How often the tune, waiting for its storage to open, looks whether a Ctrl-C was taken.
+_OPENING_POLL_S = 0.2
 
 
 def tune(
@@ -78,19 +82,34 @@ def tune(
     what a measurement is doing now (setting up which configuration, which turn),
     ``on_wait`` (a line) when the tune waits: for the storage, for another process timing
     on the same device (:func:`autoplace.measuring.timing_lock`) or for quiet.
-    ``backend`` measures (default: a worker process of its own). A KeyboardInterrupt,
-    wherever it lands, ends the search early: the result has ``interrupted=True``,
-    everything measured is in the study, and the pick so far goes next to ``out`` (see
-    :func:`partial_path`), never over a finished one.
+    ``backend`` measures (default: a worker process of its own).
+
+    A Ctrl-C (SIGINT), wherever it lands, ends the tune early: while it runs (in the main
+    thread) SIGINT is taken by autoplace's own handler (:mod:`autoplace._interrupt`; the
+    caller's handler is given back after), and the tune stops at the next point where
+    stopping keeps everything: the measurement in flight is abandoned (measured again on
+    resume), the result has ``interrupted=True``, everything finished is in the study, and
+    the pick so far goes next to ``out`` (see :func:`partial_path`), never over a finished
+    one. A KeyboardInterrupt raised in the loop (a launcher's own backend) does the same.
+    A second Ctrl-C while the first is handled says what was kept and raises
+    ``KeyboardInterrupt`` at once (the command line exits 130).
     """
-    r = _request(request, options)
-    url = _checked(r)
     hears = Hears(on_trial, on_group, on_wait, on_progress)
+    with taking_ctrl_c() as interrupt:
+        return _tune(_request(request, options), backend, hears, interrupt)
+
+
+def _tune(
+    r: TuneRequest, backend: Backend | None, hears: Hears, interrupt: Interrupt
+) -> TuneResult:
+    """:func:`tune`, with SIGINT taken by ``interrupt``."""
+    url = _checked(r)
     started, clock = dt.datetime.now(dt.timezone.utc), time.monotonic()
     with contextlib.ExitStack() as stack:
         if backend is None:
-            backend = stack.enter_context(SubprocessBackend())
-        session = _open(r, url, backend, stack, hears, started)
+            backend = stack.enter_context(SubprocessBackend(interrupt=interrupt))
+        session = _open(r, url, backend, stack, hears, started, interrupt)
+        interrupt.kept = lambda: _kept(session)
         final, new_trials, interrupted = session.loop.run(Budget(r.trials, r.timeout))
         said = notes(session.loop, session.log.reclaimed, final, new_trials, interrupted,
                      time.monotonic() - clock)  # fmt: skip
@@ -99,7 +118,11 @@ def tune(
         verdict, document, answer, interrupted = _write_up(
             session, final, judged, backend, interrupted
         )
+    if interrupt.is_set():  # taken since: the study has everything; the pick so far is kept
+        answer, interrupted = None, True
     written = _write(r.out, document, interrupted) if r.out is not None and final.best else None
+    # Taken while the file was written: it is whole, the tune done; the Ctrl-C is said.
+    interrupted = interrupted or interrupt.is_set()
     tuned = session.tuned
     return TuneResult(tuned.study, tuned.storage, final.objective, tuned.space, verdict,
                       new_trials, interrupted, written, document, answer,
@@ -146,15 +169,17 @@ def _open(
     stack: contextlib.ExitStack,
     hears: Hears,
     started: dt.datetime,
+    interrupt: Interrupt,
 ) -> _Session:
     """The storage (opened, importing Optuna and creating its tables, while the worker
     starts), the workload, the space, the study and the loop over it."""
     on_wait = hears.on_wait
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        opening = pool.submit(open_storage, url, on_wait=on_wait)
+        opening = pool.submit(open_storage, url, on_wait=on_wait, interrupt=interrupt)
         stack.callback(_close_opened, opening)
         mf, info = resolve_workload(backend, r.model_file, r.workload)
         devices = backend.devices()
+        storage = _opened(opening, interrupt)
     obj = r.objective_value
     default_batches = _default_batches(r, info)
     space = _space(r, info, devices, default_batches)
@@ -166,7 +191,7 @@ def _open(
                   default_batches)  # fmt: skip
     settings = r.measure_settings
     log = OptunaStudyLog(
-        opening.result(),
+        storage,
         url,
         name=tuned.study,
         identity=StudyIdentity(
@@ -185,9 +210,32 @@ def _open(
         since=_local(started) if r.remeasure else None,
         on_wait=on_wait,
         spill_beside=Path(r.out) if r.out is not None else None,
+        interrupt=interrupt,
     )
     requests = requester(mf, info, settings, obj)
-    return _Session(tuned, log, Loop(log, backend, requests, Plan.of(r, space), hears), devices)
+    loop = Loop(log, backend, requests, Plan.of(r, space), hears, interrupt=interrupt)
+    return _Session(tuned, log, loop, devices)
+
+
+def _opened(opening: concurrent.futures.Future, interrupt: Interrupt) -> Any:
+    """The storage being opened, once it is; a Ctrl-C taken meanwhile stops the wait (and
+    cuts the opening's own wait for a fault short)."""
+    while not concurrent.futures.wait([opening], timeout=_OPENING_POLL_S).done:
+        interrupt.check()
+    try:
+        return opening.result()
+    except StorageError:
+        interrupt.check()  # its wait for a fault cut short by the Ctrl-C: that is why
+        raise
+
+
+def _kept(session: _Session) -> str:
+    """What a tune has kept if its process ends now (said by a second Ctrl-C)."""
+    return (
+        f"the {session.loop.finished} measurement(s) this run finished are in study "
+        f"{session.tuned.study!r} ({session.tuned.storage}); the measurement in flight, if "
+        "any, is measured again when the same command runs again"
+    )
 
 
 def _default_batches(r: TuneRequest, info: WorkloadInfo) -> tuple[int, ...]:
@@ -225,8 +273,9 @@ def _write_up(
     """The verdict drawn once, and its views: the document, and for a finished tune with a
     pick the answer and the note the study keeps (what autoplace picked and why, for people
     reading the study in Optuna's tools, and for a launcher's ``autoplace.recommend()``).
-    An interrupt here, after the measuring, still writes the pick so far."""
-    tuned, log = session.tuned, session.log
+    An interrupt here, after the measuring, still writes the pick so far: a Ctrl-C taken
+    stops it between the study's writes."""
+    tuned, log, interrupt = session.tuned, session.log, session.loop.interrupt
 
     def views() -> tuple[Verdict, dict[str, Any]]:
         verdict = judge(final, tuned.space, tuned.memory, judged, cached_limits(None, backend))
@@ -236,10 +285,13 @@ def _write_up(
         verdict, document = views()
         if final.best is None or interrupted:
             return verdict, document, None, interrupted
+        interrupt.check()
         log.mark_pick(final.best.config, final.best.score)
         figures = list(final.figures.values())
+        interrupt.check()
         log.annotate(verdict.note(), lambda: throughput_figure(verdict.explanation, figures))
         answer = build_answer(verdict, tuned, document["created"])
+        interrupt.check()
         log.save_answer(answer.as_dict())
         return verdict, document, answer, False
     except KeyboardInterrupt:  # the study has every measurement: the pick so far is written

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from autoplace._interrupt import Interrupt
 from autoplace.measuring import timing_lock, waiting
 from autoplace.measuring._lock import lock_key
 
@@ -17,6 +18,20 @@ def test_cpu_devices_share_one_lock_other_devices_have_their_own():
     assert lock_key("gpu:0") != lock_key("gpu:1")
 
 
+def test_a_ctrl_c_ends_a_wait_for_the_lock():
+    # Held here, as by another autoplace: the wait says so, then a Ctrl-C is taken (issue 50)
+    interrupt, heard = Interrupt(), []
+
+    def on_wait(line: str) -> None:
+        heard.append(line)
+        interrupt.set()
+
+    held, wanted = timing_lock(["cpu:0"]), timing_lock(["cpu:1"], on_wait, interrupt)
+    with held, pytest.raises(KeyboardInterrupt), wanted:
+        raise AssertionError("took a lock another holds")
+    assert len(heard) == 1 and "is timing on cpu" in heard[0]
+
+
 @pytest.mark.slow
 def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     # This process holds the CPU lock until the other says it waits; the other takes it
@@ -24,7 +39,8 @@ def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     waiter = textwrap.dedent(
         """
         import sys, time
-        from autoplace.measuring import timing_lock, waiting
+        from autoplace._interrupt import Interrupt
+from autoplace.measuring import timing_lock, waiting
         say = lambda line: print("waiting:", line, flush=True)
         with timing_lock(["cpu:1"], say):
             print("took it at", time.monotonic(), flush=True)

@@ -19,6 +19,7 @@ from test_storage import searched, split, tune
 import autoplace.study._faults as faults
 import autoplace.study._storage as storages
 from autoplace import StorageError, StorageFaultError
+from autoplace._interrupt import Interrupt
 from autoplace.study import mask_url, normalize_url, open_storage, storage_at
 from autoplace.study._faults import kind
 
@@ -434,3 +435,20 @@ def test_a_launchers_look_up_waits_out_an_outage_saying_so(
     assert found.source == "study" and found.exact
     assert any(line.startswith("waiting for the storage (") for line in heard), heard
     assert not any("@" in line for line in heard)  # no credentials in what it says
+
+
+def test_a_ctrl_c_cuts_a_wait_for_the_storage_short():
+    # A storage locked for the whole patience: the Ctrl-C taken during a try makes it the
+    # last, its failure raised as it came (a measurement being recorded goes to the spill
+    # file), not 60 s of tries (issue 50)
+    interrupt, tries = Interrupt(), []
+
+    def locked() -> None:
+        tries.append(1)
+        if len(tries) == 2:
+            interrupt.set()
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        faults.retry(locked, interrupt=interrupt)
+    assert len(tries) == 2
