@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from autoplace.measurement import MachineFigures, Measurement
+
 #: Other runnable tasks per core, on average over the timed chunks, above which the
 #: machine counts as busy: at one other task for every two cores, a step that uses every
 #: core (XLA's CPU thread pool does) loses a quarter of them to others. (The kernel's CPU
@@ -152,28 +154,18 @@ class ChunkStats:
         if rss is not None:
             self.resident.append((self.steps, rss))
 
-    def figures(self) -> dict[str, float | int | None]:
-        """The measurement's machine figures (see :class:`~autoplace.Measurement`)."""
+    def figures(self) -> MachineFigures:
+        """The measurement's machine figures (see :class:`~autoplace.MachineFigures`)."""
         if not self.steps or self.wall_s <= 0:
-            return dict.fromkeys(_FIGURES)
-        return {
-            "others_running": sum(self.others) / len(self.others) if self.others else None,
-            "cpu_pressure": self.pressure_us / 1e6 / self.wall_s if self.pressure_known else None,
-            "cpu_share": self.cpu_s / (self.wall_s * cores()),
-            "page_faults_per_step": _later(self.faults),
-            "resident_bytes": self.resident[-1][1] if self.resident else None,
-            "resident_growth_per_step": _growth(self.resident),
-        }
-
-
-_FIGURES = (
-    "others_running",
-    "cpu_pressure",
-    "cpu_share",
-    "page_faults_per_step",
-    "resident_bytes",
-    "resident_growth_per_step",
-)
+            return MachineFigures()
+        return MachineFigures(
+            others_running=sum(self.others) / len(self.others) if self.others else None,
+            cpu_pressure=self.pressure_us / 1e6 / self.wall_s if self.pressure_known else None,
+            cpu_share=self.cpu_s / (self.wall_s * cores()),
+            page_faults_per_step=_later(self.faults),
+            resident_bytes=self.resident[-1][1] if self.resident else None,
+            resident_growth_per_step=_growth(self.resident),
+        )
 
 
 def _later(chunks: Sequence[tuple[int, int]]) -> float | None:
@@ -272,10 +264,10 @@ class Interference:
         return {**dataclasses.asdict(self), "busy": self.busy}
 
     @classmethod
-    def of(cls, measurements: Iterable[Any]) -> Interference | None:
+    def of(cls, measurements: Iterable[Measurement]) -> Interference | None:
         """The interference over ``measurements`` (each with its machine figures, weighted
         alike); ``None`` when none has them."""
-        rows = [m for m in measurements if getattr(m, "others_running", None) is not None]
+        rows = [m.machine for m in measurements if m.machine.others_running is not None]
         if not rows:
             return None
 
@@ -283,7 +275,7 @@ class Interference:
             values = [getattr(m, name) for m in rows if getattr(m, name) is not None]
             return sum(values) / len(values) if values else None
 
-        waiters = [m.lock_waiters for m in rows if getattr(m, "lock_waiters", None) is not None]
+        waiters = [m.lock_waiters for m in rows if m.lock_waiters is not None]
         return cls(
             cores=cores(),
             others_running=mean("others_running"),

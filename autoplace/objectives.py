@@ -62,12 +62,16 @@ class Objective:
 
     def spread(self, m: Measurement) -> float:
         """The relative spread (IQR / median) of the loop the score rests on."""
-        return m.spread_of(self.loop) or 0.0
+        return m.loop(self.loop).spread or 0.0
 
     def chunk_scores(self, m: Measurement) -> list[float]:
         """The score once per timed chunk of its loop (that chunk's time standing in
         for the median), in the order the chunks were timed."""
-        scores = (self.score(m.with_step_time(self.loop, t)) for t in m.chunks_of(self.loop))
+        timed = m.loop(self.loop)
+        scores = (
+            self.score(m.with_loop(self.loop, dataclasses.replace(timed, step_s=t)))
+            for t in timed.chunks
+        )
         return [s for s in scores if s is not None]
 
     @property
@@ -108,8 +112,7 @@ def throughput(feeding: Feeding = "put") -> Objective:
     loop = FEEDING_LOOP[feeding]
 
     def score(m: Measurement) -> float | None:
-        t = m.step_time(loop)
-        return m.batch_size / t if t else None
+        return m.loop(loop).rate(m.batch_size)
 
     run = {} if feeding == "put" else {"feeding": feeding}
     said = f"throughput (samples/s, {_FED[feeding]})"
@@ -120,9 +123,10 @@ def latency() -> Objective:
     """Seconds to answer one batch that starts on the host: transfer + one step."""
 
     def score(m: Measurement) -> float | None:
-        if m.step_s is None or m.transfer_s is None:
+        step = m.step.step_s
+        if step is None or m.transfer_s is None:
             return None
-        return m.transfer_s + m.step_s
+        return m.transfer_s + step
 
     said = "latency of one step (transfer + step)"
     return Objective("latency", "minimize", "s", score, loop="step", one_batch=True,
@@ -164,7 +168,7 @@ def time_to_finish(
     loop = FEEDING_LOOP[feeding]
 
     def score(m: Measurement) -> float | None:
-        step = m.step_time(loop)
+        step = m.loop(loop).step_s
         parts = (m.lower_s, m.compile_s, m.first_call_s, step)
         if any(p is None for p in parts):
             return None

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from autoplace import BadInputError, Config, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
 from autoplace.limits import DeviceLimits, Figure, MachineLimits
+from autoplace.measurement import LoopFigures, MachineFigures
 
 #: Per-sample seconds by precision and per-step overhead by device.
 PER_SAMPLE = {"float32": 2e-6, "bfloat16": 1.5e-6, "float16": 4e-6}
@@ -214,14 +215,7 @@ class SyntheticBackend:
         if c.device not in names:
             raise BadInputError(f"unknown device {c.device!r}: this machine has {', '.join(names)}")
         self.measured.append(request)
-        base = dict(
-            device=c.device,
-            batch_size=c.batch_size,
-            precision=c.precision,
-            width=c.width,
-            workload=request.workload,
-            device_kind="cpu",
-        )
+        base = dict(config=c, workload=request.workload, device_kind="cpu")
         failure = self._fail(request) if self._fail else None
         if failure:
             return Measurement(status=failure[0], reason=failure[1], **base)
@@ -249,15 +243,12 @@ class SyntheticBackend:
             lower_s=0.01,
             compile_s=self._compile_s(request) if self._compile_s else 0.1,
             first_call_s=0.002,
-            step_s=t,
-            step_spread=0.01,
-            fed_step_s=t * 1.1,
-            fed_step_spread=0.01,
-            prefetch_step_s=t * 1.05 if prefetch else None,
-            prefetch_step_spread=0.01 if prefetch else None,
+            loops={
+                "step": LoopFigures(t, 0.01),
+                "fed": LoopFigures(t * 1.1, 0.01),
+                **({"prefetch": LoopFigures(t * 1.05, 0.01)} if prefetch else {}),
+            },
             transfer_s=t * 0.1,
-            samples_per_s=c.batch_size / t,
-            fed_samples_per_s=c.batch_size / (t * 1.1),
             predicted_bytes=predicted * k,
             peak_bytes=predicted * k,
             peak_bytes_source="predicted",
@@ -285,18 +276,13 @@ class SyntheticBackend:
             lower_s=0.05,
             compile_s=self._compile_s(request) if self._compile_s else GPU_COMPILE,
             first_call_s=0.04,
-            step_s=step,
-            step_spread=0.01,
-            step_samples=chunks,
-            step_chunk_s=(step,) * chunks,
-            fed_step_s=fed,
-            fed_step_spread=0.01,
-            prefetch_step_s=prefetch if timed else None,
-            prefetch_step_spread=0.01 if timed else None,
+            loops={
+                "step": LoopFigures(step, 0.01, (step,) * chunks, chunks),
+                "fed": LoopFigures(fed, 0.01),
+                **({"prefetch": LoopFigures(prefetch, 0.01)} if timed else {}),
+            },
             transfer_s=put,
             batch_bytes=round(times["bytes"]),
-            samples_per_s=c.batch_size / step,
-            fed_samples_per_s=c.batch_size / fed,
             predicted_bytes=peak,
             peak_bytes=peak,
             peak_bytes_source="measured",
@@ -354,7 +340,7 @@ class SyntheticBackend:
             if fresh and self._fresh is not None:
                 own *= self._fresh(r)
             chunks = tuple(
-                m.fed_step_s
+                m.fed.step_s  # type: ignore[operator]
                 * own
                 * (1.0 + 0.3 * (j % 3 - 1))
                 * (1.0 + self.turn_noise * _unit(m, j, len(self.groups)))
@@ -364,16 +350,14 @@ class SyntheticBackend:
             q1, _, q3 = statistics.quantiles(chunks, n=4)
             out.append(
                 dataclasses.replace(
-                    m,
-                    fed_step_s=median,
-                    fed_step_spread=(q3 - q1) / median,
-                    fed_step_chunk_s=chunks,
-                    fed_samples_per_s=m.batch_size / median,
+                    m.with_loop("fed", LoopFigures(median, (q3 - q1) / median, chunks)),
                     interleaved_with=n - 1,
                     interleave_id=group,
                     fresh_process=fresh,
                     environment=tuple(f"{k}={v}" for k, v in r.env),
-                    page_faults_per_step=self._faults(r) if self._faults else None,
+                    machine=MachineFigures(
+                        page_faults_per_step=self._faults(r) if self._faults else None
+                    ),
                 )
             )
         return out
@@ -447,3 +431,16 @@ def _verdict_window(requests: list[MeasureRequest]) -> bool:
         r.settings.prefetch_time_cap_s == 0 and r.steps_per_call == 1 and not r.env
         for r in requests
     )
+
+
+_POSITIONAL = ("status", "reason", "device", "batch_size", "precision", "width")
+
+
+def measured(*args: object, **flat: object) -> Measurement:
+    """A measurement written flat, as a test lists its figures: ``measured("ok", "",
+    "cpu:0", 8, "float32", None, fed_step_s=0.01, page_faults_per_step=9000.0)`` (each
+    loop's figures by their old prefixes, the machine's by name), read the way a study
+    written before measurements were kept by concept is read."""
+    fields = {**dict(zip(_POSITIONAL, args, strict=False)), **flat}
+    fields.setdefault("width", None)
+    return Measurement.from_dict(fields)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from synthetic import measured
 
 from autoplace import machine
 
@@ -33,8 +34,8 @@ def test_a_chunk_that_maps_fresh_memory_every_step_counts_its_page_faults():
     fresh, idle = _chunks(40).figures(), _chunks(0).figures()
     # 40 MiB of 4 KiB pages is 10,240 faults a step (fewer where the kernel backs the map
     # with huge pages): far more than a step that maps nothing
-    assert fresh["page_faults_per_step"] >= 10 * (idle["page_faults_per_step"] or 0) + 10
-    assert fresh["cpu_share"] is not None and 0 < fresh["cpu_share"] <= 1.5
+    assert fresh.page_faults_per_step >= 10 * (idle.page_faults_per_step or 0) + 10
+    assert fresh.cpu_share is not None and 0 < fresh.cpu_share <= 1.5
 
 
 def test_resident_memory_that_grows_every_step_has_a_slope_of_about_what_it_keeps():
@@ -46,7 +47,7 @@ def test_resident_memory_that_grows_every_step_has_a_slope_of_about_what_it_keep
                 for offset in range(0, 64 << 10, 4096):
                     m[offset] = 1
                 kept.append(m)
-    growth = stats.figures()["resident_growth_per_step"]
+    growth = stats.figures().resident_growth_per_step
     assert growth == pytest.approx(64 << 10, rel=0.25)
 
 
@@ -61,7 +62,7 @@ def test_memory_a_process_fills_its_caches_with_is_no_leak():
 
 def test_page_faults_per_step_leave_out_the_first_half_of_the_chunks():
     stats = machine.ChunkStats(steps=4, wall_s=1.0, faults=[(1, 900), (1, 900), (1, 2), (1, 4)])
-    assert stats.figures()["page_faults_per_step"] == 3.0
+    assert stats.figures().page_faults_per_step == 3.0
 
 
 def _running(pid: int) -> bool:
@@ -99,9 +100,9 @@ def test_busy_means_others_runnable_on_half_the_cores_whatever_the_pressure(othe
 
 
 def test_the_interference_of_measurements_is_the_mean_of_their_figures():
-    class M:
-        def __init__(self, others, pressure):
-            self.others_running, self.cpu_pressure, self.cpu_share = others, pressure, 0.5
+    def M(others, pressure):
+        return measured("ok", "", "cpu:0", 8, "float32", others_running=others,
+                        cpu_pressure=pressure, cpu_share=0.5)  # fmt: skip
 
     seen = machine.Interference.of([M(1.0, 0.1), M(3.0, 0.3), M(None, None)])
     assert seen.others_running == 2.0 and seen.cpu_pressure == pytest.approx(0.2)

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+from synthetic import measured as flat
 
 from autoplace import BadInputError, Measurement
 from autoplace.tuning import latency, make_objective, throughput, time_to_finish
@@ -13,7 +14,7 @@ def measured(**figures) -> Measurement:
         transfer_s=0.004, fed_samples_per_s=1600.0,
     )  # fmt: skip
     base.update(figures)
-    return Measurement(width=None, **base)
+    return flat(width=None, **base)
 
 
 def test_throughput_is_fed_samples_per_second():
@@ -50,8 +51,7 @@ def test_short_runs_favour_cheap_compiles():
 
 
 def test_failed_measurement_has_no_score():
-    m = Measurement(status="oom", reason="x", device="cpu:0", batch_size=1, precision="float32",
-                    width=None)  # fmt: skip
+    m = flat(status="oom", reason="x", device="cpu:0", batch_size=1, precision="float32")
     for obj in (throughput(), latency(), time_to_finish(steps=5)):
         assert obj.score(m) is None
 

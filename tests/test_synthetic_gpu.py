@@ -32,16 +32,18 @@ def test_its_figures_have_the_references_shape():
     assert m.batch_bytes == 4096 * 3136
     assert m.transfer_s == pytest.approx(PUT_FIXED + m.batch_bytes / PUT_BANDWIDTH, rel=0.02)
     # Resident 45-86 µs, above the floor; prefetched between resident and fed.
-    assert GPU_FLOOR < 45e-6 <= m.step_s <= 86e-6
-    assert m.step_s < m.prefetch_step_s < m.fed_step_s
-    assert m.fed_step_s == pytest.approx(m.transfer_s + m.step_s)
-    assert m.step_samples >= 3  # timed in full: the request gave it a time cap
+    assert GPU_FLOOR < 45e-6 <= m.step.step_s <= 86e-6
+    assert m.step.step_s < m.loop("prefetch").step_s < m.fed.step_s
+    assert m.fed.step_s == pytest.approx(m.transfer_s + m.step.step_s)
+    assert m.step.samples >= 3  # timed in full: the request gave it a time cap
     half = backend.measure(request(precision="bfloat16"))
-    assert half.batch_bytes == m.batch_bytes // 2 and half.prefetch_step_s is None
-    assert backend.measure(request(time_cap_s=0.0)).step_samples == 1  # a glance
+    assert half.batch_bytes == m.batch_bytes // 2 and half.loop("prefetch").step_s is None
+    assert backend.measure(request(time_cap_s=0.0)).step.samples == 1  # a glance
     cpu = backend.measure(request("cpu:0", prefetch_time_cap_s=0.5))
-    assert cpu.step_s < cpu.prefetch_step_s < cpu.fed_step_s and cpu.device_init_s is None
-    assert backend.measure(request("cpu:0")).step_samples is None  # as before: the CPU's
+    assert (
+        cpu.step.step_s < cpu.loop("prefetch").step_s < cpu.fed.step_s and cpu.device_init_s is None
+    )
+    assert backend.measure(request("cpu:0")).step.samples is None  # as before: the CPU's
 
 
 def test_a_process_starts_the_gpu_once():

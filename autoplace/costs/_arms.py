@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from autoplace.config import Arm, Config
 from autoplace.costs._fit import Line, MemoryLine, Point, fit_line, fit_memory
-from autoplace.measurement import Measurement
+from autoplace.measurement import Loop, Measurement
 
 #: Chunks a loop needs to count as timed: fewer is a glance (one chunk, right after the
 #: first call), too rough for a line or to subtract from another loop.
@@ -124,27 +124,19 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
     capped = [m.batch_size for m in ms if m.status in ("oom", "too_big", "timeout")]
     # A glance at the steady loop (one chunk right after the first call, what the search
     # takes of the loop it does not rank on) is too rough for a line.
-    timed = [m for m in ran if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS]
-    step = [
-        Point(m.batch_size, m.step_s, m.step_spread or 0.0, m.step_samples or 1)  # type: ignore[arg-type]
-        for m in timed
-    ]
+    timed = [m for m in ran if m.step.step_s and (m.step.samples or 0) >= TIMED_CHUNKS]
+
+    def points(loop: Loop, least: int) -> list[Point]:
+        return [
+            Point(m.batch_size, t.step_s, t.spread or 0.0, t.timed or 1)
+            for m in ran
+            if (t := m.loop(loop)).step_s is not None and t.timed >= least
+        ]
+
+    step = points("step", TIMED_CHUNKS)
     puts = [Point(m.batch_size, m.transfer_s) for m in ran if m.transfer_s]
-    fed = [
-        Point(m.batch_size, m.fed_step_s, m.fed_step_spread or 0.0, len(m.fed_step_chunk_s) or 1)
-        for m in ran
-        if m.fed_step_s
-    ]
-    prefetched = [
-        Point(
-            m.batch_size,
-            m.prefetch_step_s,
-            m.prefetch_step_spread or 0.0,
-            len(m.prefetch_step_chunk_s) or 1,
-        )
-        for m in ran
-        if m.prefetch_step_s and len(m.prefetch_step_chunk_s) >= TIMED_CHUNKS
-    ]
+    fed = points("fed", 0)
+    prefetched = points("prefetch", TIMED_CHUNKS)
     one_offs = [x for m in ran if (x := one_off(m)) is not None]
     memory = [(m.batch_size, float(m.peak_bytes)) for m in ran if m.peak_bytes]
     deviations = [m.deviation_vs_float32 for m in ran if m.deviation_vs_float32 is not None]
@@ -161,5 +153,5 @@ def _model(arm: Arm, ms: list[Measurement]) -> ArmModel:
         fails_from=min(capped) if capped else None,
         compute_dtypes=dtypes,
         deviation=max(deviations) if deviations else None,
-        least_step_s=min((m.step_s for m in timed), default=None),  # type: ignore[type-var]
+        least_step_s=min((m.step.step_s for m in timed if m.step.step_s), default=None),
     )

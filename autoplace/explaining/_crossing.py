@@ -79,7 +79,7 @@ def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: s
     def per_sample_of(arm: Any) -> dict[int, tuple[float, float]]:
         out = {}
         for c, m in figures.items():
-            seconds, spread = m.step_time(loop), m.spread_of(loop)  # type: ignore[arg-type]
+            seconds, spread = m.loop(loop).step_s, m.loop(loop).spread  # type: ignore[arg-type]
             if (c.device, c.precision, c.width) == arm and m.status == "ok" and seconds:
                 out[c.batch_size] = (seconds / c.batch_size, spread or 0.0)
         return out

@@ -111,8 +111,8 @@ def _best_per_sample(
         if m.status != "ok":
             continue
         if loop == "step":
-            timed = m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS
-            p = m.step_s / m.batch_size if timed else None  # type: ignore[operator]
+            timed = m.step.step_s and (m.step.samples or 0) >= TIMED_CHUNKS
+            p = m.step.step_s / m.batch_size if timed else None  # type: ignore[operator]
         else:
             p = per_sample(m)
         if p is not None:

@@ -118,7 +118,7 @@ def _rooflines(
         device = limits.of(m.device)
         model = models.get((m.device, m.precision, m.width))
         fixed = of = None
-        for line, step in ((model.step, m.step_s), (model.fed, m.fed_step_s)) if model else ():
+        for line, step in ((model.step, m.step.step_s), (model.fed, m.fed.step_s)) if model else ():
             if line is not None and step and m.batch_size in line.batches:
                 fixed, of = line.fixed, step
                 break

@@ -67,21 +67,21 @@ class Feeding:
 def feeding(m: Measurement) -> Feeding | None:
     """How much of ``m``'s fed step is feeding the batch (see :class:`Feeding`); ``None``
     without a fed step, or with nothing to set against it."""
-    if not m.fed_step_s:
+    if not m.fed.step_s:
         return None
-    step = m.step_s if m.step_s and (m.step_samples or 0) >= TIMED_CHUNKS else None
+    step = m.step.step_s if m.step.step_s and (m.step.samples or 0) >= TIMED_CHUNKS else None
     share: float | None = None
     basis: Literal["loops", "put"] | None = None
     if step is not None:
-        share, basis = max(0.0, m.fed_step_s - step) / m.fed_step_s, "loops"
+        share, basis = max(0.0, m.fed.step_s - step) / m.fed.step_s, "loops"
     elif m.transfer_s is not None:
-        share, basis = min(1.0, m.transfer_s / m.fed_step_s), "put"
-    elif not m.prefetch_step_s:
+        share, basis = min(1.0, m.transfer_s / m.fed.step_s), "put"
+    elif not m.loop("prefetch").step_s:
         return None
     return Feeding(
-        fed_step_s=m.fed_step_s,
+        fed_step_s=m.fed.step_s,
         step_s=step,
-        prefetch_step_s=m.prefetch_step_s or None,
+        prefetch_step_s=m.loop("prefetch").step_s or None,
         transfer_s=m.transfer_s,
         batch_bytes=float(m.batch_bytes or 0),
         basis=basis,

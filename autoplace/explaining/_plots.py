@@ -230,14 +230,14 @@ def throughput_figure(explanation: Explanation, figures: Sequence[Measurement]) 
     pick = None
     for model in explanation.models.values():
         ran = sorted(
-            (m for m in figures if arm_key(m) == model.arm and m.status == "ok" and m.fed_step_s),
+            (m for m in figures if arm_key(m) == model.arm and m.status == "ok" and m.fed.step_s),
             key=lambda m: m.batch_size,
         )
         if not ran:
             continue
         entries += 1
         batches += [m.batch_size for m in ran]
-        ys = [m.batch_size / m.fed_step_s for m in ran]  # type: ignore[operator]
+        ys = [m.batch_size / m.fed.step_s for m in ran]  # type: ignore[operator]
         ys_all += ys
         _arm_points(fig, model, styles[model.arm], ran, ys)
         pick = pick or next(
@@ -275,7 +275,7 @@ def _arm_points(
     import plotly.graph_objects as go
 
     fit = _fit_text(model)
-    errors = [y * (m.fed_step_spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
+    errors = [y * (m.fed.spread or 0.0) / 2 for y, m in zip(ys, ran, strict=True)]
     fig.add_trace(
         go.Scatter(
             x=[m.batch_size for m in ran],
@@ -287,7 +287,7 @@ def _arm_points(
             legendgroup=model.label,
             hovertext=[
                 f"{model.label}<br>batch {m.batch_size}: {units.rate(y)} samples/s "
-                f"(spread {units.percent(m.fed_step_spread)})<br>line: {fit}"
+                f"(spread {units.percent(m.fed.spread)})<br>line: {fit}"
                 for m, y in zip(ran, ys, strict=True)
             ],
             hovertemplate="%{hovertext}<extra></extra>",

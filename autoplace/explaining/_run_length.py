@@ -41,7 +41,7 @@ def label(m: Measurement) -> str:
 
 
 def per_sample(m: Measurement) -> float | None:
-    return m.fed_step_s / m.batch_size if m.fed_step_s else None
+    return m.fed.step_s / m.batch_size if m.fed.step_s else None
 
 
 def break_even(
@@ -77,9 +77,9 @@ def finish_s(m: Measurement, samples: int, start: float = 0.0) -> float | None:
     (once a process), the one-off costs, then ``ceil(samples/b)`` fed steps (the first is
     the first call)."""
     o = one_off(m)
-    if o is None or not m.fed_step_s:
+    if o is None or not m.fed.step_s:
         return None
-    return start + o + (math.ceil(samples / m.batch_size) - 1) * m.fed_step_s
+    return start + o + (math.ceil(samples / m.batch_size) - 1) * m.fed.step_s
 
 
 def run_length_picks(

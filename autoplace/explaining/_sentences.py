@@ -143,7 +143,7 @@ def _bend_cause(measured: Mapping[int, Measurement], last: int, bend: int) -> st
             f"the program changed: XLA counts {per_b / per_a:.2f}x the FLOPs per sample at "
             f"batch {bend} as at {last}"
         )
-    step_a, step_b = a.step_s or a.fed_step_s, b.step_s or b.fed_step_s
+    step_a, step_b = a.step.step_s or a.fed.step_s, b.step.step_s or b.fed.step_s
     if a.bytes_accessed and b.bytes_accessed and step_a and step_b:
         bytes_a, bytes_b = a.bytes_accessed / last, b.bytes_accessed / bend
         rate_a, rate_b = a.bytes_accessed / step_a, b.bytes_accessed / step_b
@@ -219,7 +219,7 @@ def _first_call(m: Measurement, start: float | None = None) -> str | None:
     result, against a later step; its device's ``start`` (once a process, whatever it
     runs) said apart from this configuration's tracing, compile and first run."""
     parts = (m.lower_s, m.compile_s, m.first_call_s)
-    if any(p is None for p in parts) or not m.fed_step_s:
+    if any(p is None for p in parts) or not m.fed.step_s:
         return None
     lower, compile_, call = parts
     total = (start or 0.0) + lower + compile_ + call  # type: ignore[operator]
@@ -231,8 +231,8 @@ def _first_call(m: Measurement, start: float | None = None) -> str | None:
     return (
         f"The first call from a fresh process takes {units.seconds(total)} ({device}tracing "
         f"and lowering {units.seconds(lower)}, compiling {units.seconds(compile_)}, the first "
-        f"run {units.seconds(call)}), {total / m.fed_step_s:,.0f} times a later step "
-        f"({units.seconds(m.fed_step_s)}): time one call and you time the compiler."
+        f"run {units.seconds(call)}), {total / m.fed.step_s:,.0f} times a later step "
+        f"({units.seconds(m.fed.step_s)}): time one call and you time the compiler."
     )
 
 

@@ -184,11 +184,12 @@ def roofline(
     for a precision the probe did not measure. ``fixed_s`` is the fixed cost of the step
     ``fixed_of_s`` (default: the steady step)."""
     peak = limits.peak_flops.get(m.precision)
-    if m.step_s is None or m.step_s <= 0 or peak is None:
+    step = m.step.step_s
+    if step is None or step <= 0 or peak is None:
         return None
     return Roofline(
-        config=Config(m.device, m.batch_size, m.precision, m.width),
-        step_s=m.step_s,
+        config=m.config,
+        step_s=step,
         flops=m.flops,
         bytes_accessed=m.bytes_accessed,
         peak_flops=peak.median,

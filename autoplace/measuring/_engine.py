@@ -50,7 +50,7 @@ from autoplace.measuring._progress import Progress
 from autoplace.measuring._run import Loop, Run
 from autoplace.measuring._setup import ConfigFailure, host_batch, user_phase
 from autoplace.measuring._shelf import Shelf
-from autoplace.measuring._timing import LoopTiming, loops, time_interleaved
+from autoplace.measuring._timing import loop_figures, loops, time_interleaved
 from autoplace.measuring._xla import (
     all_devices,
     all_finite,
@@ -277,7 +277,7 @@ class Engine:
                 continue  # the failing run marked itself
             share = (time.perf_counter() - t) / len(live)
             for r, chunks in zip(live, timed, strict=True):
-                r.timed(loop, LoopTiming.of(chunks))
+                r.timed(loop, loop_figures(chunks))
                 assert r.timing_s is not None  # the transfer, timed before any loop
                 r.timing_s += share
             return

@@ -13,9 +13,8 @@ from typing import Any, Literal
 import jax
 
 from autoplace.machine import ChunkStats
-from autoplace.measurement import Loop, Measurement, Status
+from autoplace.measurement import Loop, LoopFigures, MachineFigures, Measurement, Status
 from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
-from autoplace.measuring._timing import LoopTiming
 from autoplace.prefetching import prefetch
 from autoplace.settings import MeasureRequest
 
@@ -48,9 +47,9 @@ class Run:
     peak_bytes: int | None = None
     peak_bytes_source: Literal["measured", "predicted"] | None = None
     first_call_s: float | None = None
-    steps: LoopTiming | None = None
-    fed: LoopTiming | None = None
-    prefetch: LoopTiming | None = None
+    steps: LoopFigures | None = None
+    fed: LoopFigures | None = None
+    prefetch: LoopFigures | None = None
     finite: bool | None = None
     deviation_vs_float32: float | None = None
     reference_s: float | None = None
@@ -121,7 +120,7 @@ class Run:
             self.chunk(self.request.settings.warmup_steps)
         return self.chunk(1, loop)
 
-    def timed(self, loop: Loop, timing: LoopTiming) -> None:
+    def timed(self, loop: Loop, timing: LoopFigures) -> None:
         """Keep ``loop``'s timing."""
         if loop == "step":
             self.steps = timing
@@ -142,44 +141,29 @@ class Run:
         status, reason = self._status()
         config, exe = self.request.config, self.executable
         k = self.request.steps_per_call  # the loops timed calls: each figure is per step
-        steps, fed = per_step(self.steps, k), per_step(self.fed, k)
-        prefetched = per_step(self.prefetch, k)
-        samples_per_s, fed_samples_per_s, flops_per_s = self._throughputs()
+        timed = {"step": self.steps, "fed": self.fed, "prefetch": self.prefetch}
+        loops = {name: per_step(t, k) for name, t in timed.items() if t is not None}
         return Measurement(
             status=status,
             reason=reason,
-            device=config.device,
-            batch_size=config.batch_size,
-            precision=config.precision,
-            width=self.width,
+            config=dataclasses.replace(config, width=self.width),
             workload=self.request.workload,
             device_kind=self.device.device_kind,
+            loops=loops,  # type: ignore[arg-type]
+            transfer_s=None if self.transfer_s is None else self.transfer_s / k,
+            batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
             device_init_s=self.device_init_s,
             build_s=self.build_s,
-            build_cached=self.build_cached,
             batch_s=self.batch_s,
+            build_cached=self.build_cached,
             lower_s=None if exe is None else exe.lower_s,
             compile_s=None if exe is None else exe.compile_s,
             compile_cached=self.compile_cached,
+            compile_cache=None if exe is None else exe.cache,
             first_call_s=self.first_call_s,
-            step_s=None if steps is None else steps.step_s,
-            step_spread=None if steps is None else steps.spread,
-            step_samples=None if steps is None else steps.samples,
-            step_chunk_s=() if steps is None else steps.chunk_s,
-            fed_step_s=None if fed is None else fed.step_s,
-            fed_step_spread=None if fed is None else fed.spread,
-            fed_step_chunk_s=() if fed is None else fed.chunk_s,
-            prefetch_step_s=None if prefetched is None else prefetched.step_s,
-            prefetch_step_spread=None if prefetched is None else prefetched.spread,
-            prefetch_step_chunk_s=() if prefetched is None else prefetched.chunk_s,
-            transfer_s=None if self.transfer_s is None else self.transfer_s / k,
-            batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
-            samples_per_s=samples_per_s,
-            fed_samples_per_s=fed_samples_per_s,
             # XLA's cost analysis counts a loop's body once, whatever its trip count: a
             # fused call's figures are neither the call's nor surely a step's, so none.
             flops=None if exe is None or k > 1 else exe.flops,
-            flops_per_s=flops_per_s,
             bytes_accessed=None if exe is None or k > 1 else exe.bytes_accessed,
             predicted_bytes=None if exe is None else exe.predicted_bytes,
             peak_bytes=self.peak_bytes,
@@ -187,18 +171,15 @@ class Run:
             finite=self.finite,
             compute_dtypes=() if exe is None else exe.compute_dtypes,
             deviation_vs_float32=self.deviation_vs_float32,
-            timing_s=self.timing_s,
-            reference_s=self.reference_s,
-            timing_compiles=self.timing_compiles,
-            compile_cache=None if exe is None else exe.cache,
+            machine=self.stats.figures() if self.steps is not None else MachineFigures(),
             fresh_process=self.fresh_process,
             environment=tuple(f"{name}={v}" for name, v in self.request.env),
             steps_per_call=k,
             interleaved_with=self.interleaved_with,
             interleave_id=self.interleave_id,
-            worker_start_s=None,
-            wall_s=None,
-            **(self.stats.figures() if self.steps is not None else {}),
+            timing_s=self.timing_s,
+            reference_s=self.reference_s,
+            timing_compiles=self.timing_compiles,
         )
 
     def _status(self) -> tuple[Status, str]:
@@ -208,25 +189,11 @@ class Run:
             return "ok", ""
         return "nonfinite", "the step produced NaN or inf"
 
-    def _throughputs(self) -> tuple[float | None, float | None, float | None]:
-        """Samples per second (step and fed) and FLOPs per second. Figured once both loops
-        are timed: a run whose loops both ran goes on to the checks, which they open."""
-        if self.steps is None or self.fed is None or self.executable is None:
-            return None, None, None
-        # Per call: K steps of batch_size samples (a fused call's FLOPs are not known).
-        k = self.request.steps_per_call
-        batch_size = self.request.config.batch_size * k
-        flops = self.executable.flops if k == 1 else None
-        samples_per_s = batch_size / self.steps.step_s
-        fed_samples_per_s = batch_size / self.fed.step_s
-        flops_per_s = None if flops is None else flops / self.steps.step_s
-        return samples_per_s, fed_samples_per_s, flops_per_s
 
-
-def per_step(loop: LoopTiming | None, k: int) -> LoopTiming | None:
+def per_step(loop: LoopFigures, k: int) -> LoopFigures:
     """A loop timed in calls of ``k`` steps, per step (the spread, relative, is the same)."""
-    if loop is None or k == 1:
+    if k == 1 or loop.step_s is None:
         return loop
     return dataclasses.replace(
-        loop, step_s=loop.step_s / k, chunk_s=tuple(c / k for c in loop.chunk_s)
+        loop, step_s=loop.step_s / k, chunks=tuple(c / k for c in loop.chunks)
     )

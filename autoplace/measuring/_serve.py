@@ -40,7 +40,7 @@ from autoplace.measuring._messages import (
     Warm,
 )
 from autoplace.measuring._progress import Progress
-from autoplace.measuring._timing import LoopTiming
+from autoplace.measuring._timing import loop_figures
 
 if TYPE_CHECKING:
     from autoplace.measuring._engine import Engine
@@ -120,7 +120,7 @@ class _Answers:
     def _finish(self, message: Finish) -> Any:
         run = self.run
         for loop, chunks in message.loops.items():
-            run.timed(loop, LoopTiming.of(chunks))
+            run.timed(loop, loop_figures(chunks))
         run.timing_s = (run.timing_s or 0.0) + message.timing_s
         return self.engine.finish([run], message.together, message.others)[0]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import time
@@ -10,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from autoplace.measurement import LoopFigures
 from autoplace.settings import MeasureSettings
 
 
@@ -48,24 +48,10 @@ def summarize(samples: Sequence[float]) -> tuple[float, float, int]:
     return float(np.median(samples)), relative_spread(list(samples)), len(samples)
 
 
-@dataclasses.dataclass(frozen=True)
-class LoopTiming:
-    """One timed loop of one configuration (the steady state, or the fed one)."""
-
-    #: Median seconds per step over the chunks.
-    step_s: float
-    #: Relative spread of the chunks: interquartile range / median.
-    spread: float
-    #: Seconds per step of each chunk, in the order timed.
-    chunk_s: tuple[float, ...]
-    #: How many chunks were timed.
-    samples: int
-
-    @classmethod
-    def of(cls, chunks: Sequence[float]) -> LoopTiming:
-        """The timing of a loop whose chunks took ``chunks`` seconds per step."""
-        step_s, spread, samples = summarize(chunks)
-        return cls(step_s=step_s, spread=spread, chunk_s=tuple(chunks), samples=samples)
+def loop_figures(chunks: Sequence[float]) -> LoopFigures:
+    """The figures of a loop whose chunks took ``chunks`` seconds per step."""
+    step_s, spread, samples = summarize(chunks)
+    return LoopFigures(step_s=step_s, spread=spread, chunks=tuple(chunks), samples=samples)
 
 
 def time_interleaved(

@@ -123,14 +123,10 @@ class Stop:
 
     def measurement(self, request: MeasureRequest) -> Measurement:
         """``request``'s measurement, failed as this round trip did."""
-        c = request.config
         return Measurement.failed(
             self.status,  # type: ignore[arg-type]
             self.reason,
-            device=c.device,
-            batch_size=c.batch_size,
-            precision=c.precision,
-            width=c.width,
+            request.config,
             workload=request.workload,
         )
 

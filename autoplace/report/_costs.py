@@ -32,13 +32,13 @@ class StepSplit:
 def split_step(m: Measurement) -> StepSplit | None:
     """``m``'s fed step split (see :class:`StepSplit`); ``None`` without a fed step. Both
     parts come from ``m`` alone: its two loops were timed in the same process."""
-    if not m.fed_step_s:
+    if not m.fed.step_s:
         return None
-    fed = m.fed_step_s
-    glance = (m.step_samples or 1) < TIMED_CHUNKS
-    if not m.step_s or (glance and m.step_s >= fed):
+    fed = m.fed.step_s
+    glance = (m.step.samples or 1) < TIMED_CHUNKS
+    if not m.step.step_s or (glance and m.step.step_s >= fed):
         return StepSplit(fed, None, fed, glance)
-    compute = min(m.step_s, fed)
+    compute = min(m.step.step_s, fed)
     return StepSplit(fed, compute, fed - compute, glance)
 
 
@@ -122,14 +122,14 @@ def costs_notes(finalists: Sequence[Measurement]) -> list[str]:
                 f"{units.seconds(put)}, longer than the whole {units.seconds(x.fed)} fed step: "
                 "in the loop the put overlaps the step, so it is no share of the bar."
             )
-        step = units.seconds(m.step_s)
+        step = units.seconds(m.step.step_s)
         if x.compute is not None and x.glance:
             notes.append(
                 f"{short_label(m)}: the step with the batch on the device was timed once "
                 f"({step}; a tune times in full the loop it ranks on): its share of the fed "
                 "step is rough (hatched)."
             )
-        elif x.compute is None and x.glance and m.step_s:
+        elif x.compute is None and x.glance and m.step.step_s:
             notes.append(
                 f"{short_label(m)}: the step with the batch on the device was timed once "
                 f"({step}, right after the first call), longer than the whole "

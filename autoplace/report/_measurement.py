@@ -31,14 +31,18 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
         ("first call", units.seconds(m.first_call_s), "one step, batch on device"),
         (
             "steady step",
-            units.seconds(m.step_s),
-            f"median of {m.step_samples} timed chunks, spread ±{units.percent(m.step_spread)}"
-            if m.step_s is not None
+            units.seconds(m.step.step_s),
+            f"median of {m.step.samples} timed chunks, spread ±{units.percent(m.step.spread)}"
+            if m.step.step_s is not None
             else "",
         ),
         ("transfer", units.seconds(m.transfer_s), f"one batch of {units.size(m.batch_bytes)}"),
-        ("fed step", units.seconds(m.fed_step_s), "step + putting a host batch on device"),
-        ("samples/s", units.rate(m.samples_per_s), f"fed: {units.rate(m.fed_samples_per_s)}"),
+        ("fed step", units.seconds(m.fed.step_s), "step + putting a host batch on device"),
+        (
+            "samples/s",
+            units.rate(m.step.rate(m.batch_size)),
+            f"fed: {units.rate(m.fed.rate(m.batch_size))}",
+        ),
         ("FLOPs/step", units.rate(m.flops), f"achieved {units.rate(m.flops_per_s, 'FLOP/s')}"),
         ("memory", units.size(m.peak_bytes), m.peak_bytes_source or ""),
         ("compute dtypes", ", ".join(m.compute_dtypes) or "-", "of dots and convolutions"),

@@ -20,10 +20,10 @@ _COLUMNS: tuple[tuple[str, Callable[[Measurement], Any], Callable[[Any], str]], 
     ("precision", lambda m: m.precision, str),
     ("width", lambda m: m.width, str),
     ("status", lambda m: m.status, str),
-    ("samples/s (fed)", lambda m: m.fed_samples_per_s, units.rate),
-    ("fed step", lambda m: m.fed_step_s, units.seconds),
-    ("spread", lambda m: m.fed_step_spread, units.percent),
-    ("steady step", lambda m: m.step_s, units.seconds),
+    ("samples/s (fed)", lambda m: m.fed.rate(m.batch_size), units.rate),
+    ("fed step", lambda m: m.fed.step_s, units.seconds),
+    ("spread", lambda m: m.fed.spread, units.percent),
+    ("steady step", lambda m: m.step.step_s, units.seconds),
     ("transfer", lambda m: m.transfer_s, units.seconds),
     ("lowering", lambda m: m.lower_s, units.seconds),
     ("compile", lambda m: m.compile_s, units.seconds),
@@ -53,7 +53,7 @@ _GLANCED = "timed once (one step right after the first call): too rough to read 
 
 def _loops(m: Measurement) -> dict[str, str]:
     """The titles of ``m``'s loops that were only glanced at, by column."""
-    chunks = {"steady step": m.step_samples or 1, "fed step": len(m.fed_step_chunk_s) or None}
+    chunks = {"steady step": m.step.samples or 1, "fed step": m.fed.timed or None}
     return {name: _GLANCED for name, n in chunks.items() if n is not None and n < TIMED_CHUNKS}
 
 

@@ -65,7 +65,7 @@ def _best_table(result: TuneResult) -> Table:
         cells += [
             _score(s.searched, obj.unit),
             _score(s.score, obj.unit) if s.confirmed else "-",
-            units.seconds(m.step_time(obj.loop)),
+            units.seconds(m.loop(obj.loop).step_s),
             units.seconds(m.compile_s),
             units.size(m.peak_bytes),
         ]

@@ -27,17 +27,8 @@ ATTR = "measurement"
 SYSTEM_ATTR = "autoplace:measurement"
 #: The figures each trial also carries as user attributes of their own, numbers (or the
 #: status), so that optuna-dashboard's table shows, sorts and plots them.
-_SCALARS = (
-    "status",
-    "fed_samples_per_s",
-    "fed_step_s",
-    "step_s",
-    "transfer_s",
-    "compile_s",
-    "first_call_s",
-    "peak_bytes",
-    "deviation_vs_float32",
-)
+_SCALARS = ("status", "transfer_s", "compile_s", "first_call_s", "peak_bytes",
+            "deviation_vs_float32")  # fmt: skip
 #: The study attribute holding its parameters' ranges (see :func:`bounds`).
 BOUNDS = "param_ranges"
 _MAX_INT = 2**40
@@ -102,8 +93,13 @@ def reclaimed(trial: Any) -> bool:
 
 
 def scalars(measurement: Measurement) -> dict[str, Any]:
-    """The figures a trial carries as user attributes of their own (see :data:`_SCALARS`)."""
-    return {k: getattr(measurement, k) for k in _SCALARS if getattr(measurement, k) is not None}
+    """The figures a trial carries as user attributes of their own (see :data:`_SCALARS`),
+    and its steps' (the fed and the resident one, and the fed one's samples per second)."""
+    m = measurement
+    found = {k: getattr(m, k) for k in _SCALARS}
+    found |= {"fed_step_s": m.fed.step_s, "step_s": m.step.step_s,
+              "fed_samples_per_s": m.fed.rate(m.batch_size)}  # fmt: skip
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def bounds(held: Any, space: TrialSpace) -> dict[str, list[int]]:

@@ -27,7 +27,7 @@ from autoplace import units
 from autoplace.config import Config
 from autoplace.costs import TIMED_CHUNKS
 from autoplace.findings import Finding
-from autoplace.measurement import Measurement
+from autoplace.measurement import LoopFigures, Measurement
 from autoplace.objectives import FEEDING_LOOP, FEEDINGS, Objective
 from autoplace.settings import MeasureSettings
 from autoplace.tuning._confirm import CAP_S, WINDOWS, window_settings
@@ -189,30 +189,17 @@ def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
     feeding windows timed them (each loop timed in full there, where the confirmation
     glances at the resident one); its fed figures stay the confirmation's."""
     ran = [x for x in ms if x.status == "ok"]
-    if not ran:
-        return m
-    resident = [x for x in ran if x.step_s and (x.step_samples or 0) >= TIMED_CHUNKS]
-    prefetched = [x for x in ran if x.prefetch_step_s]
     out = m
-    if resident:
-        step = statistics.median(x.step_s for x in resident)  # type: ignore[misc]
-        out = dataclasses.replace(
-            out,
-            step_s=step,
-            samples_per_s=m.batch_size / step,
-            step_spread=statistics.median(x.step_spread or 0.0 for x in resident),
-            step_samples=sum(x.step_samples or 0 for x in resident),
-            step_chunk_s=tuple(c for x in resident for c in x.step_chunk_s),
-        )
-    if prefetched:
-        out = dataclasses.replace(
-            out,
-            prefetch_step_s=statistics.median(x.prefetch_step_s for x in prefetched),  # type: ignore[misc]
-            prefetch_step_spread=statistics.median(
-                x.prefetch_step_spread or 0.0 for x in prefetched
-            ),
-            prefetch_step_chunk_s=tuple(c for x in prefetched for c in x.prefetch_step_chunk_s),
-        )
+    for loop, least in (("step", TIMED_CHUNKS), ("prefetch", 1)):
+        timed = [x.loop(loop) for x in ran if x.loop(loop).step_s and x.loop(loop).timed >= least]
+        if timed:
+            merged = LoopFigures(
+                step_s=statistics.median(t.step_s for t in timed),  # type: ignore[type-var]
+                spread=statistics.median(t.spread or 0.0 for t in timed),
+                chunks=tuple(c for t in timed for c in t.chunks),
+                samples=sum(t.timed for t in timed),
+            )
+            out = out.with_loop(loop, merged)  # type: ignore[arg-type]
     return out
 
 
@@ -220,7 +207,7 @@ def _fed(c: Config, ms: Sequence[Measurement]) -> Fed:
     ran = [m for m in ms if m.status == "ok"]
     steps = {}
     for feeding, loop in FEEDING_LOOP.items():
-        values = [t for m in ran if (t := m.step_time(loop))]
+        values = [t for m in ran if (t := m.loop(loop).step_s)]
         if values:
             steps[feeding] = statistics.median(values)
     return Fed(c, steps, windows_of(ran))

@@ -105,7 +105,7 @@ class Fusing:
             "best_tried": self.steps_per_call,
             **self.comparison.as_dict(),
             "fixed_share": self.fixed_share,
-            "step_s": m.fed_step_s if m.fed_step_s is not None else m.step_s,
+            "step_s": m.fed.step_s if m.fed.step_s is not None else m.step.step_s,
             "peak_bytes": m.peak_bytes,
         }
 

@@ -188,7 +188,10 @@ class Loop:
             self.waiting = None
             results = self._measure(group, wants, history)
             queued = waiting([c.device for c in configs])
-            results = [dataclasses.replace(m, lock_waiters=queued) for m in results]
+            results = [
+                dataclasses.replace(m, machine=dataclasses.replace(m.machine, lock_waiters=queued))
+                for m in results
+            ]
         try:
             self._record(results)
         finally:  # what the storage would not take, the log kept for the resume

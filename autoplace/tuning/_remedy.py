@@ -129,7 +129,7 @@ class Memory:
 def needs_remedy(m: Measurement) -> bool:
     """Whether ``m`` (a pick's figures, from a fresh process) maps enough fresh memory every
     step that it may cost a tenth of the step."""
-    faults, step = m.page_faults_per_step, m.fed_step_s or m.step_s
+    faults, step = m.machine.page_faults_per_step, m.fed.step_s or m.step.step_s
     if faults is None or faults < FAULTS_PER_STEP:
         return False
     return step is None or faults * FAULT_S >= FAULTS_SHARE * step
@@ -166,20 +166,21 @@ class Remedy:
         m = best.measurement
         timed = _timed(ctx.plan.objective, ctx.done(self.name, best.config), ctx.standing.busy)
         found: list[Finding] = []
-        if needs_remedy(m):
+        faults = m.machine.page_faults_per_step
+        if faults is not None and needs_remedy(m):
             found.append(
                 FreshPagesEveryStep(
                     best.config.label(),
-                    m.page_faults_per_step,  # type: ignore[arg-type]
-                    m.page_faults_per_step * PAGE,  # type: ignore[operator]
-                    m.step_time(ctx.plan.objective.loop),
+                    faults,
+                    faults * PAGE,
+                    m.loop(ctx.plan.objective.loop).step_s,
                     remedy=None if timed is None else timed.text(),
                     remedy_helps=None if timed is None else timed.helps,
                 )
             )
-        growth = m.resident_growth_per_step
+        growth = m.machine.resident_growth_per_step
         if growth is not None and growth >= GROWTH_PER_STEP:
-            found.append(HostMemoryGrows(best.config.label(), growth, m.resident_bytes))
+            found.append(HostMemoryGrows(best.config.label(), growth, m.machine.resident_bytes))
         return Memory(tuple(found), timed) if found or timed else None
 
 
@@ -202,7 +203,7 @@ def _timed(objective: Objective, ms: Sequence[Measurement], busy: bool) -> Timed
             v
             for m in ran
             if setting(m.environment) == name
-            if (v := m.page_faults_per_step) is not None
+            if (v := m.machine.page_faults_per_step) is not None
         )
         return values[len(values) // 2] if values else None
 

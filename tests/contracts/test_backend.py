@@ -77,7 +77,7 @@ def test_measure_returns_the_configuration_asked_for(case: Case) -> None:
     m = case.backend.measure(r)
     assert m.status == "ok" and m.measured, m.reason
     assert (m.device, m.batch_size, m.precision) == ("cpu:0", 8, "float32")
-    assert m.fed_step_s > 0 and m.fed_samples_per_s == pytest.approx(8 / m.fed_step_s)
+    assert m.fed.step_s > 0 and m.fed.rate(m.batch_size) == pytest.approx(8 / m.fed.step_s)
 
 
 @pytest.mark.slow  # a second or more: real compiles or a whole tune in process
@@ -90,7 +90,7 @@ def test_measure_together_answers_in_order_with_loops_timed_in_turns(case: Case)
     assert len({m.interleave_id for m in results}) == 1
     assert all(m.interleaved_with == 2 for m in results)
     # chunk i of every loop ran in one turn: the same number of chunks each
-    assert len({len(m.fed_step_chunk_s) for m in results}) == 1
+    assert len({m.fed.timed for m in results}) == 1
 
 
 def test_a_configurations_own_failure_is_a_status_not_an_exception(case: Case) -> None:

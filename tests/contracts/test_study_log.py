@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ADDRESSES
 from study.storage_faults import FaultProxy
+from synthetic import measured as flat
 
 import autoplace.study._faults as faults
 from autoplace import BadInputError, Config, Measurement, StorageFaultError
@@ -36,7 +37,7 @@ C = Config("cpu:0", 32, "bfloat16")
 
 
 def measured(c: Config, seconds: float, status: str = "ok") -> Measurement:
-    return Measurement(
+    return flat(
         status,  # type: ignore[arg-type]
         "" if status == "ok" else "synthetic failure",
         c.device,
@@ -155,9 +156,9 @@ def test_what_is_recorded_is_in_the_history_of_every_worker(open_log) -> None:
     log.record(confirmation, measured(B, 0.019), score=16 / 0.019)
     for history in (log.history(), open_log().history()):  # this worker, and another
         assert [c for c, _ in history.searches] == [A, B]
-        assert history.searches[1][1].fed_step_s == pytest.approx(0.02)
+        assert history.searches[1][1].fed.step_s == pytest.approx(0.02)
         assert (
-            list(history.of("confirm")) == [B] and history.of("confirm")[B][0].fed_step_s == 0.019
+            list(history.of("confirm")) == [B] and history.of("confirm")[B][0].fed.step_s == 0.019
         )
         assert not history.pending
 
@@ -310,7 +311,7 @@ def test_a_measurement_the_storage_will_not_take_is_kept_and_stored_on_the_next_
     breakable.repair()
     history = breakable.log(study_name, spill_beside=out).history()
     assert [c for c, _ in history.searches] == [A, B] and not history.pending
-    assert history.searches[1][1].fed_step_s == pytest.approx(0.02)
+    assert history.searches[1][1].fed.step_s == pytest.approx(0.02)
     assert not log.spill.exists()  # imported, then removed
     trials = log.reader.access.storage.get_all_trials(log.reader.study_id)
     assert sorted(t.state.name for t in trials) == ["COMPLETE", "COMPLETE"]

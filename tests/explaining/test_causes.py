@@ -9,9 +9,8 @@ Most figures come from the synthetic GPU (``tests/synthetic.py``), shaped by the
 import dataclasses
 
 import pytest
-from synthetic import GPU_FLOOR, GPU_INIT, PUT_FIXED, SyntheticBackend, synthetic_limits
+from synthetic import GPU_FLOOR, GPU_INIT, PUT_FIXED, SyntheticBackend, measured, synthetic_limits
 
-import autoplace
 from autoplace import Config, MeasureRequest, MeasureSettings, units
 from autoplace.costs import fit_memory, one_off
 from autoplace.explaining import explain_figures
@@ -102,7 +101,7 @@ def cpu_arm(
             s = step_fixed + per_sample * b
             resident = dict(step_s=s, step_spread=0.01, step_samples=5, samples_per_s=b / s)
         c = Config("cpu:0", b, precision, None)
-        out[c] = autoplace.Measurement(
+        out[c] = measured(
             "ok", "", "cpu:0", b, precision, None, fed_step_s=t, fed_step_spread=0.01,
             fed_step_chunk_s=(t,) * 5, fed_samples_per_s=b / t, transfer_s=put, **resident,
         )  # fmt: skip
@@ -156,7 +155,7 @@ def test_a_fixed_cost_nothing_was_measured_to_tell_is_not_attributed():
 
 def feeding(**figures):
     c = Config("gpu:0", 4096, "float32", None)
-    m = autoplace.Measurement("ok", "", "gpu:0", 4096, "float32", None,
+    m = measured("ok", "", "gpu:0", 4096, "float32", None,
                               batch_bytes=4096 * 3140, **figures)  # fmt: skip
     explanation = explain_figures({c: m}, m, [])
     (said,) = [s for s in explanation.sentences if "put" in s.lower() and "batch" in s]
@@ -196,13 +195,14 @@ def test_a_remedy_not_timed_is_said_not_timed_and_a_long_put_claims_no_share():
 def test_the_synthetic_gpu_feeding_figures_reach_the_sentence():
     figures = gpu_figures("float32", prefetch_time_cap_s=0.5)
     m = figures[Config("gpu:0", 4096, "float32", None)]
-    assert m.step_s < m.prefetch_step_s < m.fed_step_s
+    assert m.step.step_s < m.loop("prefetch").step_s < m.fed.step_s
     (said,) = [s for s in explain_figures(figures, m, []).sentences if "Putting" in s]
-    gain = m.fed_step_s / m.prefetch_step_s
+    gain = m.fed.step_s / m.loop("prefetch").step_s
     assert (
         f"keep two batches in flight (`autoplace.prefetch`): {gain:.1f}x "
-        f"({units.seconds(m.fed_step_s)} → {units.seconds(m.prefetch_step_s)} a step); with "
-        f"the data on the device, {m.fed_step_s / m.step_s:.0f}x."
+        f"({units.seconds(m.fed.step_s)} → {units.seconds(m.loop('prefetch').step_s)} a step); "
+        "with "
+        f"the data on the device, {m.fed.step_s / m.step.step_s:.0f}x."
     ) in said
 
 
@@ -234,7 +234,7 @@ def resident_arm(precision, per_sample, fed_per_sample):
     for b in (64, 128, 256):
         t, fed = 1e-4 + per_sample * b, 1e-4 + fed_per_sample * b
         c = Config("cpu:0", b, precision, 8)
-        out[c] = autoplace.Measurement(
+        out[c] = measured(
             "ok", "", "cpu:0", b, precision, 8, step_s=t, step_samples=5, step_spread=0.01,
             fed_step_s=fed, fed_step_spread=0.01, fed_step_chunk_s=(fed,) * 5,
         )  # fmt: skip
@@ -268,12 +268,12 @@ def test_a_memory_line_never_has_a_negative_fixed_part():
     )
     assert fit_memory([(b, 5e6 + 3e3 * b) for b in (16, 64)]).fit == "least squares"
 
-    def measured(b, m):
+    def at(b, m):
         t = 1e-3 + b * 1e-7
-        return autoplace.Measurement("ok", "", "gpu:0", b, "float32", None, fed_step_s=t,
-                                     fed_step_chunk_s=(t,) * 5, peak_bytes=int(m))  # fmt: skip
+        return measured("ok", "", "gpu:0", b, "float32", None, fed_step_s=t,
+                        fed_step_chunk_s=(t,) * 5, peak_bytes=int(m))  # fmt: skip
 
-    figures = {Config("gpu:0", b, "float32", None): measured(b, m) for b, m in points}
+    figures = {Config("gpu:0", b, "float32", None): at(b, m) for b, m in points}
     winner = figures[Config("gpu:0", 4096, "float32", None)]
     explanation = explain_figures(figures, winner, [], device_memory={"gpu:0": 2**36})
     (said,) = [s for s in explanation.sentences if s.startswith("Memory")]

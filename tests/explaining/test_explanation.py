@@ -11,7 +11,7 @@ import dataclasses
 import math
 
 import pytest
-from synthetic import SyntheticBackend, step_time
+from synthetic import SyntheticBackend, measured, step_time
 
 import autoplace
 from autoplace import Config, Grid
@@ -130,7 +130,7 @@ def _arm(precision, fixed, per_sample, batches, cliff=None):
     for b in batches:
         t = (fixed + per_sample * b) * (3.0 if cliff is not None and b >= cliff else 1.0)
         c = Config("cpu:0", b, precision, 8)
-        out[c] = autoplace.Measurement(
+        out[c] = measured(
             "ok", "", "cpu:0", b, precision, 8, fed_step_s=t, fed_step_spread=0.01,
             fed_samples_per_s=b / t, fed_step_chunk_s=(t,) * 5,
         )  # fmt: skip
@@ -156,7 +156,7 @@ def test_no_sentence_says_ahead_beside_figures_that_show_the_opposite():
     assert (x.low, x.high, x.above) == (8, 64, None)
     (sentence,) = [s for s in explanation.sentences if "keeps ahead" in s]
     assert sentence.startswith("cpu:0 float16 width 8 keeps ahead of cpu:0 bfloat16 width 8 from")
-    ratio = (winner.fed_step_s / 64) / (other.fed_step_s / 512)  # per sample, best to best
+    ratio = (winner.fed.step_s / 64) / (other.fed.step_s / 512)  # per sample, best to best
     assert (
         f"at their best batches, cpu:0 bfloat16 width 8 (batch 512) runs {ratio:.2f}x as fast "
         "as cpu:0 float16 width 8 (batch 64)"
@@ -182,7 +182,7 @@ def _steady_arm(precision, fixed, per_sample, batches, flops_per_sample=2e5):
     for b in batches:
         t = fixed + per_sample * b
         c = Config("cpu:0", b, precision, 8)
-        out[c] = autoplace.Measurement(
+        out[c] = measured(
             "ok", "", "cpu:0", b, precision, 8, step_s=t, step_spread=0.01, step_samples=5,
             step_chunk_s=(t,) * 5, fed_step_s=t, fed_step_spread=0.01, fed_samples_per_s=b / t,
             fed_step_chunk_s=(t,) * 5, flops=flops_per_sample * b, bytes_accessed=1e4 * b,
@@ -258,7 +258,7 @@ def feeding_sentence(**figures):
     from autoplace.explaining import explain_figures
 
     c = Config("cpu:0", 32, "float32", None)
-    m = autoplace.Measurement(status="ok", reason="", device="cpu:0", batch_size=32,
+    m = measured(status="ok", reason="", device="cpu:0", batch_size=32,
                               precision="float32", width=None, batch_bytes=100_352,
                               **figures)  # fmt: skip
     sentences = explain_figures({c: m}, m, []).sentences

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from synthetic import measured
 
-from autoplace import Measurement
 from autoplace.limits import DeviceLimits, Figure, Roofline, roofline
 
 LIMITS = DeviceLimits(
@@ -19,7 +19,7 @@ LIMITS = DeviceLimits(
 
 
 def step(batch=32, step_s=1e-3, flops=None, bytes_accessed=None, precision="float32"):
-    return Measurement("ok", "", "cpu:0", batch, precision, None, step_s=step_s, flops=flops,
+    return measured("ok", "", "cpu:0", batch, precision, None, step_s=step_s, flops=flops,
                        bytes_accessed=bytes_accessed)  # fmt: skip
 
 

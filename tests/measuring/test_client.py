@@ -35,7 +35,7 @@ def measure(backend, name: str, settings=FAST, **kw) -> autoplace.Measurement:
 def assert_works(backend: SubprocessBackend) -> autoplace.Measurement:
     m = measure(backend, "tiny_mlp")
     assert m.status == "ok", m.reason
-    assert m.step_s > 0
+    assert m.step.step_s > 0
     return m
 
 
@@ -60,7 +60,7 @@ def test_crash_is_a_status_and_the_next_measurement_gets_a_fresh_worker(
     assert "Segmentation fault" in m.reason
     assert "Extension modules" not in m.reason
     assert (m.device, m.batch_size, m.workload) == ("cpu:0", 4, "crash")
-    assert m.step_s is None
+    assert m.step.step_s is None
     assert_works(subproc)
     # dead alone: measured once more in a fresh worker (a kill from outside is not the
     # configuration's doing), dead again: a crash; then a fresh worker for the next

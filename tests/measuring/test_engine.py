@@ -406,18 +406,17 @@ def test_figures_of_a_real_measurement(f32: autoplace.Measurement) -> None:
         "mlp",
     )
     assert m.device_kind == "cpu"
-    for name in ("build_s", "lower_s", "compile_s", "first_call_s", "step_s"):
+    for name in ("build_s", "lower_s", "compile_s", "first_call_s", "transfer_s"):
         assert getattr(m, name) > 0, name
-    for name in ("transfer_s", "fed_step_s"):
-        assert getattr(m, name) > 0, name
-    assert m.samples_per_s == pytest.approx(m.batch_size / m.step_s)
-    assert m.fed_samples_per_s == pytest.approx(m.batch_size / m.fed_step_s)
+    assert m.step.step_s > 0 and m.fed.step_s > 0
+    assert m.step.rate(m.batch_size) == pytest.approx(m.batch_size / m.step.step_s)
+    assert m.fed.rate(m.batch_size) == pytest.approx(m.batch_size / m.fed.step_s)
     assert m.flops > 0
-    assert m.flops_per_s == pytest.approx(m.flops / m.step_s)
+    assert m.flops_per_s == pytest.approx(m.flops / m.step.step_s)
     assert m.predicted_bytes > 0
     assert m.peak_bytes == m.predicted_bytes and m.peak_bytes_source == "predicted"
-    assert m.step_spread >= 0 and m.fed_step_spread >= 0
-    assert FAST.min_samples <= m.step_samples <= FAST.max_samples
+    assert m.step.spread >= 0 and m.fed.spread >= 0
+    assert FAST.min_samples <= m.step.samples <= FAST.max_samples
     assert m.finite is True
     assert m.measured
     # x: (8, 16) float32 and y: (8, 4) float32
@@ -533,7 +532,7 @@ def test_measuring_a_configuration_again_reuses_its_executable(inproc: InProcess
     for name in ("lower_s", "compile_s", "first_call_s", "flops", "predicted_bytes"):
         assert getattr(again, name) == getattr(first, name), name
     # ... while the steady state is timed anew, without compiling
-    assert again.step_s != first.step_s and again.timing_compiles == 0
+    assert again.step.step_s != first.step.step_s and again.timing_compiles == 0
 
 
 def test_a_configuration_compiled_again_is_compiled_for_real(inproc: InProcessBackend) -> None:
@@ -608,7 +607,7 @@ def test_nonfinite(inproc: InProcessBackend) -> None:
     assert "NaN" in m.reason
     assert m.finite is False
     assert m.measured  # it ran: the timings are real
-    assert m.step_s > 0
+    assert m.step.step_s > 0
     # nothing to compare with float32: not "0.0% from float32" (issue 47)
     assert m.deviation_vs_float32 is None
 
@@ -632,7 +631,7 @@ def test_error_in_the_step_names_the_model_file_line(inproc: InProcessBackend) -
     assert m.reason.startswith("tracing and lowering the step raised ValueError")
     assert "shapes do not line up" in m.reason
     assert f"{path}:{line_of(path, 'RAISE_LINE')}" in m.reason
-    assert m.compile_s is None and m.step_s is None
+    assert m.compile_s is None and m.step.step_s is None
     assert not m.measured
 
 
@@ -662,7 +661,7 @@ def test_too_big_for_max_memory_is_not_run(inproc: InProcessBackend) -> None:
     assert "KiB, over the 1000 B limit" in m.reason  # sizes in the unit that reads
     assert m.predicted_bytes > 1000
     assert m.compile_s > 0  # compiled, so the prediction is XLA's ...
-    assert m.first_call_s is None and m.step_s is None  # ... but never run
+    assert m.first_call_s is None and m.step.step_s is None  # ... but never run
     assert not m.measured
 
 
@@ -697,17 +696,19 @@ def test_measure_together_times_the_loops_in_turns(inproc: InProcessBackend) -> 
     for m, batch in ((first, 4), (second, 16)):
         assert m.status == "ok", m.reason
         assert m.batch_size == batch and m.interleaved_with == 2 and m.timing_compiles == 0
-        assert m.fed_step_s > 0 and m.samples_per_s == pytest.approx(batch / m.step_s)
-    assert first.step_samples == second.step_samples  # the same number of turns each
+        assert m.fed.step_s > 0 and m.step.rate(m.batch_size) == pytest.approx(
+            batch / m.step.step_s
+        )
+    assert first.step.samples == second.step.samples  # the same number of turns each
     assert broken.interleaved_with == 2
     # Each chunk's time is kept, so the two can be compared turn by turn.
     assert first.interleave_id == second.interleave_id == broken.interleave_id is not None
-    assert len(first.step_chunk_s) == first.step_samples == len(second.step_chunk_s)
-    assert len(first.fed_step_chunk_s) == len(second.fed_step_chunk_s) >= 1
-    assert first.fed_step_s == pytest.approx(statistics.median(first.fed_step_chunk_s))
+    assert len(first.step.chunks) == first.step.samples == len(second.step.chunks)
+    assert first.fed.timed == second.fed.timed >= 1
+    assert first.fed.step_s == pytest.approx(statistics.median(first.fed.chunks))
     alone = inproc.measure(reqs[0])
     assert alone.interleaved_with == 0 and alone.compile_cached
-    assert alone.interleave_id is None and alone.step_chunk_s
+    assert alone.interleave_id is None and alone.step.chunks
 
 
 def test_a_configuration_failing_in_the_timed_loop_drops_out(
@@ -751,7 +752,7 @@ def test_a_configuration_failing_in_the_timed_loop_drops_out(
         [request(path, "flaky"), request(model("tiny_mlp"), "mlp")]
     )
     assert flaky.status == "error" and "steady-state loop raised" in flaky.reason
-    assert good.status == "ok" and good.step_s > 0 and good.fed_step_s > 0
+    assert good.status == "ok" and good.step.step_s > 0 and good.fed.step_s > 0
 
 
 # --- typed PRNG keys in a state or an output ------------------------------------------
@@ -788,7 +789,7 @@ def test_a_state_holding_typed_prng_keys_is_measured_like_any_other(
     m = measure(inproc, name, workload=workload, precision="bfloat16")
     assert m.status == "ok", m.reason
     assert m.finite is True and m.batch_bytes > 0 and m.peak_bytes > 0 and m.transfer_s > 0
-    assert m.fed_step_s > 0 and m.step_s > 0
+    assert m.fed.step_s > 0 and m.step.step_s > 0
     assert 0.0 < m.deviation_vs_float32 < 0.05  # the same model, in a lower precision
 
 
@@ -942,9 +943,9 @@ def test_a_fused_measurement_gives_its_figures_per_step(inproc, name, workload):
     assert plain.status == fused.status == "ok", (plain.reason, fused.reason)
     assert (plain.steps_per_call, fused.steps_per_call) == (1, 8)
     # a call of eight steps is not reported as one step: per step, the same order as one
-    assert fused.step_s < 4 * plain.step_s and fused.fed_step_s < 4 * plain.fed_step_s
-    assert fused.samples_per_s == pytest.approx(16 / fused.step_s)
-    assert fused.fed_samples_per_s == pytest.approx(16 / fused.fed_step_s)
+    assert fused.step.step_s < 4 * plain.step.step_s and fused.fed.step_s < 4 * plain.fed.step_s
+    assert fused.step.rate(fused.batch_size) == pytest.approx(16 / fused.step.step_s)
+    assert fused.fed.rate(fused.batch_size) == pytest.approx(16 / fused.fed.step_s)
     assert fused.batch_bytes == plain.batch_bytes  # one step's batch, not the stack's
     # XLA counts a loop's body once: no FLOPs claimed for the fused call
     assert plain.flops and fused.flops is None and fused.bytes_accessed is None
@@ -990,9 +991,9 @@ def test_the_prefetched_loop_is_timed_only_when_asked(inproc: InProcessBackend) 
     asked = dataclasses.replace(FAST, prefetch_time_cap_s=0.05)
     m = measure(inproc, "tiny_mlp", settings=asked)
     assert m.status == "ok", m.reason
-    assert m.prefetch_step_s is not None and m.prefetch_step_s > 0
-    assert m.prefetch_step_spread is not None
-    assert measure(inproc, "tiny_mlp").prefetch_step_s is None
+    assert m.loop("prefetch").step_s is not None and m.loop("prefetch").step_s > 0
+    assert m.loop("prefetch").spread is not None
+    assert measure(inproc, "tiny_mlp").loop("prefetch").step_s is None
 
 
 @pytest.mark.slow  # a second or more: real compiles in an engine of its own

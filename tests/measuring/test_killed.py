@@ -7,6 +7,7 @@ are in test_window.py and tests/tuning/test_loop.py)."""
 from __future__ import annotations
 
 import pytest
+from synthetic import measured
 
 from autoplace import KilledFromOutsideError, Measurement, SubprocessBackend, WorkerError
 from autoplace.config import Config
@@ -31,7 +32,7 @@ def req(batch: int) -> MeasureRequest:
 
 def ok(request: MeasureRequest) -> Measurement:
     c = request.config
-    return Measurement("ok", "", c.device, c.batch_size, c.precision, c.width, step_s=1e-3)
+    return measured("ok", "", c.device, c.batch_size, c.precision, c.width, step_s=1e-3)
 
 
 class Scripted:

@@ -34,10 +34,10 @@ def test_fresh_processes_take_turns_and_load_the_real_compile_from_the_cache() -
         # loaded from the persistent cache, reported with the compile that stored it
         assert m.compile_cache == "hit" and before.compile_cache == "miss"
         assert m.compile_s == before.compile_s and m.compile_cached
-        assert m.worker_start_s > 0 and m.others_running is not None
+        assert m.worker_start_s > 0 and m.machine.others_running is not None
     a, b = fresh
     assert a.interleave_id == b.interleave_id and a.interleaved_with == 1
-    assert len(a.fed_step_chunk_s) == len(b.fed_step_chunk_s)  # chunk i of each in one turn
+    assert a.fed.timed == b.fed.timed  # chunk i of each in one turn
     assert any("fresh worker" in p.what for p in heard)
     assert any("turn" in p.what for p in heard)
 

@@ -48,7 +48,7 @@ def test_the_tables_columns_come_from_the_loop_the_score_rests_on(tmp_path):
     text = buffer.getvalue()
     assert "fed step" in text  # throughput rests on the fed loop: its step time, so labelled
     for s in result.per_device_precision:
-        assert units.seconds(s.measurement.fed_step_s) in text
+        assert units.seconds(s.measurement.fed.step_s) in text
     counted = f"{len(result.measurements)} of {len(result.space)} configurations measured;"
     assert counted in text and f"{result.new_trials} measurements this run" in text
 
@@ -146,9 +146,10 @@ class _Glancing(SyntheticBackend):
         import dataclasses
 
         m = super().measure(request)
-        if m.step_s is None:
+        if m.step.step_s is None:
             return m
-        return dataclasses.replace(m, step_s=m.step_s * 2.4, step_samples=1)
+        step = dataclasses.replace(m.step, step_s=m.step.step_s * 2.4, samples=1)
+        return m.with_loop("step", step)
 
 
 def _show(tmp_path, **kwargs):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from synthetic import SyntheticBackend, step_time
+from synthetic import SyntheticBackend, measured, step_time
 
 import autoplace
 from autoplace import BadInputError
@@ -227,13 +227,13 @@ def _arms_with_limits():
     """float32 and bfloat16 on one device at three batches, the machine's limits measured,
     float32 the winner: the roofline's roofs come sorted by name (bfloat16 first), its
     points winner first (float32 first)."""
-    from autoplace import Config, Measurement
+    from autoplace import Config
     from autoplace.explaining import explain_figures
     from autoplace.limits import DeviceLimits, Figure, MachineLimits
 
     def ran(b, precision):
         t = 5e-4 + 1e-6 * b
-        return Config("cpu:0", b, precision), Measurement(
+        return Config("cpu:0", b, precision), measured(
             "ok", "", "cpu:0", b, precision, None, step_s=t, step_spread=0.01, step_samples=5,
             fed_step_s=t, fed_step_spread=0.01, fed_step_chunk_s=(t,) * 5,
             fed_samples_per_s=b / t, flops=2e5 * b, bytes_accessed=5e3 * b, peak_bytes=4096 * b,
@@ -303,9 +303,7 @@ def test_the_figures_write_numbers_as_the_terminal_does():
 
 
 def _finalist(fed, step, chunks, put):
-    from autoplace import Measurement
-
-    return Measurement(
+    return measured(
         "ok", "", "cpu:0", 4096, "bfloat16", None, step_s=step, step_samples=chunks,
         fed_step_s=fed, fed_step_spread=0.05, transfer_s=put, batch_bytes=6_400_000,
         lower_s=0.05, compile_s=1.5, first_call_s=0.04,
@@ -370,9 +368,9 @@ def test_the_table_writes_each_figure_as_the_terminal_does_and_keeps_the_raw_to_
     rows = {(r[1], r[2]): r for r in _rows(page)}
     for c, m in view.standing.figures.items():
         row = rows[(str(c.batch_size), c.precision)]
-        assert row[5] == html.escape(units.rate(m.fed_samples_per_s))  # "122.03 k"
-        assert row[6] == units.seconds(m.fed_step_s) and row[13] == units.size(m.peak_bytes)
-        assert f'data-v="{m.fed_samples_per_s!r}"' in page  # the raw figure sorts
+        assert row[5] == html.escape(units.rate(m.fed.rate(m.batch_size)))  # "122.03 k"
+        assert row[6] == units.seconds(m.fed.step_s) and row[13] == units.size(m.peak_bytes)
+        assert f'data-v="{m.fed.rate(m.batch_size)!r}"' in page  # the raw figure sorts
     table = page.split('<table id="measurements">')[1]
     assert not re.search(r">[^<]*\de[+-]\d", table)  # no 3.032e+05
 

@@ -13,7 +13,7 @@ import optuna
 import pytest
 from conftest import ADDRESSES, skip_servers
 from storage_faults import FaultProxy
-from synthetic import SyntheticBackend
+from synthetic import SyntheticBackend, measured
 from test_storage import searched, split, tune
 
 import autoplace.study._faults as faults
@@ -216,7 +216,7 @@ _COMMIT = {"postgresql": b"COMMIT", "mysql": b"COMMIT", "redis": b"EVAL"}
 
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
 def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, tmp_path):
-    from autoplace import Config, Measurement
+    from autoplace import Config
     from autoplace.study import (
         OptunaStudyLog,
         StudyIdentity,
@@ -239,7 +239,7 @@ def test_a_trial_whose_creation_reply_was_lost_is_made_once(server, study_name, 
         server.proxy.lose_reply_to(_COMMIT[server.kind])
         (ticket,) = log.claim(log.begin([config], "search"), "search")  # as the loop does
         assert server.proxy.lost == 1  # the fault happened: the server created it, unheard
-        log.record(ticket, Measurement("ok", "", "cpu:0", 8, "float32", None), score=1.0)
+        log.record(ticket, measured("ok", "", "cpu:0", 8, "float32", None), score=1.0)
         assert [c for c, _ in log.history().searches] == [config]
     finally:
         close_storage(storage)

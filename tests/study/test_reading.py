@@ -2,17 +2,18 @@
 autoplace has written."""
 
 import optuna
+from synthetic import measured
 
 
 def test_studies_written_before_keep_being_read(tmp_path):
     # Before 2026-11-24 the whole Measurement was the user attribute ``measurement``.
-    from autoplace import Config, Measurement
+    from autoplace import Config
     from autoplace.study import History, OptunaStudyLog, StudyIdentity, TrialSpace, open_storage
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     storage = open_storage(url)
     study = optuna.create_study(study_name="old", storage=storage, direction="maximize")
-    m = Measurement("ok", "", "cpu:0", 64, "float32", None, fed_step_s=0.01)
+    m = measured("ok", "", "cpu:0", 64, "float32", None, fed_step_s=0.01)
     study.add_trial(
         optuna.trial.create_trial(
             params={"device": "cpu:0", "batch_size": 64, "precision": "float32"},

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from synthetic import SyntheticBackend, bfloat16_ahead
+from synthetic import SyntheticBackend, bfloat16_ahead, measured
 
 import autoplace
-from autoplace import Config, Measurement, Space
+from autoplace import Config, Space
 from autoplace.tuning._failures import arm_bounds, ended_arms
 
 SPACE = Space(("cpu:0",), (8, 16, 32, 64), ("float32", "float16"), (None,))
@@ -14,12 +14,12 @@ SPACE = Space(("cpu:0",), (8, 16, 32, 64), ("float32", "float16"), (None,))
 
 def failed(batch: int, status: str, reason: str = "", precision: str = "float16"):
     c = Config("cpu:0", batch, precision)
-    return c, Measurement(status, reason, "cpu:0", batch, precision, None)  # type: ignore[arg-type]
+    return c, measured(status, reason, "cpu:0", batch, precision, None)  # type: ignore[arg-type]
 
 
 def ran(batch: int, precision: str = "float16"):
     c = Config("cpu:0", batch, precision)
-    return c, Measurement("ok", "", "cpu:0", batch, precision, None)
+    return c, measured("ok", "", "cpu:0", batch, precision, None)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +196,7 @@ def test_over_memory_names_each_configuration_over_the_limit():
 
     def ran(batch, peak, predicted):
         c = Config("cpu:0", batch, "float32")
-        m = Measurement("ok", "", "cpu:0", batch, "float32", None, peak_bytes=peak,
+        m = measured("ok", "", "cpu:0", batch, "float32", None, peak_bytes=peak,
                         predicted_bytes=predicted)  # fmt: skip
         return c, m
 

@@ -47,7 +47,7 @@ def test_the_pick_and_each_other_devices_best_are_fed_three_ways_in_two_windows(
     said = " ".join(result.explanation.sentences)
     assert f"Fed three ways, {result.best.config.label()} takes a step in" in said
     # the pick's resident step is its feeding windows' (timed in full), not a glance
-    assert result.best.measurement.step_samples >= 3
+    assert result.best.measurement.step.samples >= 3
 
 
 def test_a_pick_another_feeding_would_change_is_said(env):

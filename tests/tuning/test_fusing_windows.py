@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from synthetic import SyntheticBackend, step_time
+from synthetic import SyntheticBackend, measured, step_time
 
 import autoplace
 from autoplace import BadInputError
@@ -142,7 +142,7 @@ PICK = autoplace.Config("cpu:0", 8, "float32", None)
 
 
 def measured_at(k, window, step_s, batch=8, fresh=True):
-    return autoplace.Measurement(
+    return measured(
         status="ok", reason="", device="cpu:0", batch_size=batch, precision="float32",
         width=None, fed_step_s=step_s, fed_samples_per_s=batch / step_s, fresh_process=fresh,
         interleave_id=window, steps_per_call=k,
@@ -154,7 +154,7 @@ def context(fused=(), searched=None, batches=(8,), steps=(4, 16)):
     search figures ``searched`` (``{config: measurement}``), its steps-per-call windows."""
     searched = searched or {PICK: measured_at(1, "s", 1e-4, fresh=False)}
     pick = next(c for c in searched if c.batch_size == max(batches))
-    confirm = [(pick, measured_at(1, w, searched[pick].fed_step_s, pick.batch_size))
+    confirm = [(pick, measured_at(1, w, searched[pick].fed.step_s, pick.batch_size))
                for w in ("c1", "c2")]  # fmt: skip
     history = History(
         {
@@ -208,10 +208,7 @@ def test_a_k_ahead_on_the_estimate_is_recommended_as_the_verdict_picks_its_best(
 
 def test_windows_whose_every_process_failed_still_count():
     # Fused K that crash, and the plain one too: two windows were spent, none is timed again.
-    crashed = autoplace.Measurement.failed(
-        "crash", "the worker was killed", device="cpu:0", batch_size=8, precision="float32",
-        width=None,
-    )  # fmt: skip
+    crashed = autoplace.Measurement.failed("crash", "the worker was killed", PICK)
     assert Fuse().next(context((crashed,) * 3)) is not None
     assert Fuse().next(context((crashed,) * 6)) is None
 

@@ -9,6 +9,7 @@ from synthetic import (
     _verdict_window,
     bfloat16_ahead,
     bfloat16_just_ahead,
+    measured,
     shape,
     shaped,
 )
@@ -435,7 +436,7 @@ def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_pat
     # ends with "nothing to recommend": it waits for the result, then uses it.
     import threading
 
-    from autoplace import Config, Measurement
+    from autoplace import Config
     from autoplace.study import OptunaStudyLog, StudyIdentity, TrialSpace, open_storage
 
     url = f"journal:///{tmp_path / 's.log'}"
@@ -449,9 +450,7 @@ def test_a_worker_left_only_others_measurements_waits_for_them_not_exits(tmp_pat
         stale_after_s=3600.0,
     )
     (ticket,) = other.begin([config], "search")
-    done = Measurement(
-        "ok", "", "cpu:0", 64, "float32", 64, fed_step_s=0.01, fed_samples_per_s=6400.0
-    )
+    done = measured("ok", "", "cpu:0", 64, "float32", 64, fed_step_s=0.01, fed_samples_per_s=6400.0)
     finish = threading.Timer(1.5, other.record, (ticket, done, 6400.0))
     finish.start()
     m = tmp_path / "m.py"

@@ -16,14 +16,13 @@ import weakref
 
 import optuna
 import pytest
-from synthetic import SyntheticBackend
+from synthetic import SyntheticBackend, measured
 
 import autoplace
 from autoplace import machine
 from autoplace import recommendation as rec
 from autoplace.config import Config
 from autoplace.machine import Interference
-from autoplace.measurement import Measurement
 from autoplace.measuring import Progress
 from autoplace.study import storage_at
 from autoplace.tuning import _session
@@ -234,9 +233,7 @@ def test_a_ctrl_c_while_waiting_for_another_workers_measurement_stops_at_once(en
         stale_after_s=3600.0,
     )
     (ticket,) = other.begin([config], "search")
-    done = Measurement(
-        "ok", "", "cpu:0", 64, "float32", 64, fed_step_s=0.01, fed_samples_per_s=6400.0
-    )
+    done = measured("ok", "", "cpu:0", 64, "float32", 64, fed_step_s=0.01, fed_samples_per_s=6400.0)
     unblock = threading.Timer(30.0, other.record, (ticket, done, 6400.0))
     unblock.start()
 
