@@ -60,13 +60,18 @@ def emulated(
     figures: Mapping[Config, Measurement],
     models: Iterable[ArmModel],
     limits: MachineLimits | None = None,
+    rates: Mapping[Config, float] | None = None,
 ) -> list[Emulated]:
     """The lower precisions with no faster kernels: judged from each device's measured
     peak per precision (``limits``) where it was measured; else from the best time per
     sample with the batch on the device against float32's (same device and width), where
     both were timed; else the fed step's is said, without a judgement (see
-    :class:`Emulated`)."""
+    :class:`Emulated`): on ``rates`` (samples per second of the fed loop) where given, the
+    figures every configuration's table row shows, so that the sentence never contradicts
+    the table beside it."""
     best = {loop: _best_per_sample(figures, loop) for loop in ("step", "fed")}
+    if rates:
+        best["fed"] = _best_of_rates(rates)
     out: list[Emulated] = []
     judged: set[tuple[str, str]] = set()
     for model in models:
@@ -99,6 +104,15 @@ def _peaks(limits: MachineLimits | None, device: str, precision: str) -> tuple[f
     if limit is None or precision not in limit.peak_flops or "float32" not in limit.peak_flops:
         return None
     return limit.peak_flops[precision].median, limit.peak_flops["float32"].median
+
+
+def _best_of_rates(rates: Mapping[Config, float]) -> dict[tuple[str, str, int | None], float]:
+    """Each arm's best time per sample from its configurations' samples per second."""
+    best: dict[tuple[str, str, int | None], float] = {}
+    for c, rate in rates.items():
+        if rate > 0:
+            best[c.arm] = min(best.get(c.arm, math.inf), 1 / rate)
+    return best
 
 
 def _best_per_sample(

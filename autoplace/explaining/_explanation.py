@@ -41,6 +41,7 @@ def explain_figures(
     noise: float | None = None,
     busy: bool = False,
     limits: MachineLimits | None = None,
+    rates: Mapping[Config, float] | None = None,
 ) -> Explanation:
     """The explanation of ``winner`` among ``figures`` (one measurement per
     configuration), against ``others`` (the best of each other device and precision).
@@ -49,7 +50,9 @@ def explain_figures(
     busy: where the points cannot support a cause (a departure from the line within three
     times the noise, or any on a busy machine), the cause is not named. ``limits``: the
     machine's measured limits, to place each arm's best configuration against (see
-    :mod:`autoplace.limits`); ``None``: not measured, and the explanation says how."""
+    :mod:`autoplace.limits`); ``None``: not measured, and the explanation says how.
+    ``rates``: each configuration's fed samples per second as the verdict's table shows
+    them (one scale), for the sentences that compare configurations' times per sample."""
     models = arm_models(figures)
     if winner is None:
         return Explanation(None, loop, models, sentences=("Nothing ran: nothing to explain.",))
@@ -67,7 +70,7 @@ def explain_figures(
     ok = {c: m for c, m in figures.items() if m.status == "ok"}
     picks = run_length_picks(ok, starts)
     transfer = feeding(winner)
-    slow = tuple(emulated(ok, models.values(), limits))
+    slow = tuple(emulated(ok, models.values(), limits, rates))
     cause = fixed_cost(mine, loop, limits.of(winner.device) if limits is not None else None)
     limit = (device_memory or {}).get(winner.device)
     memory = memory_limit_batch(mine, limit, margin)

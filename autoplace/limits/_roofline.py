@@ -55,6 +55,8 @@ class Roofline:
         fixed_of_s: the step that fixed cost is part of: the steady step where the steady
             loop was timed, else the fed step (its line's fixed cost then includes the
             put's); ``None``: ``step_s``.
+        peak_range: the lowest and highest peak the probe's windows measured (the roof is
+            their median): a point above the roof within it is within the probe's spread.
     """
 
     config: Config
@@ -66,6 +68,7 @@ class Roofline:
     dispatch_floor: float
     fixed_s: float | None = None
     fixed_of_s: float | None = None
+    peak_range: tuple[float, float] | None = None
 
     @property
     def flops_per_s(self) -> float | None:
@@ -193,6 +196,7 @@ def roofline(
         flops=m.flops,
         bytes_accessed=m.bytes_accessed,
         peak_flops=peak.median,
+        peak_range=(peak.low, peak.high),
         bandwidth=limits.memory_bandwidth.median,
         dispatch_floor=limits.dispatch_floor.median,
         fixed_s=fixed_s,

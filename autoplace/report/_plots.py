@@ -188,6 +188,28 @@ def roofline_figure(explanation: Explanation) -> Any:
         xs = [low, ridge, high]
         roof = [min(r.peak_flops, x * r.bandwidth) for x in xs]
         ys += roof
+        if r.peak_range is not None and r.peak_range[1] > r.peak_range[0]:
+            # The roof is the probe's median: its windows' range shown, so that a point
+            # above the median roof is seen within (or beyond) what the probe measured.
+            lowest, highest = r.peak_range
+            band = [min(highest, x * r.bandwidth) for x in xs] + [
+                min(lowest, x * r.bandwidth) for x in reversed(xs)
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=[*xs, *reversed(xs)],
+                    y=band,
+                    fill="toself",
+                    mode="lines",
+                    line={"width": 0},
+                    opacity=0.15,
+                    fillcolor=precision_color(styles, device, precision),
+                    name=f"{device} {precision} peak as the probe measured it: "
+                    f"{units.rate(lowest, 'FLOP/s')}–{units.rate(highest, 'FLOP/s')}",
+                    hoverinfo="skip",
+                )
+            )
+            ys += [highest]
         fig.add_trace(
             go.Scatter(
                 x=xs,

@@ -185,12 +185,13 @@ def _group(ctx: Context) -> list[Config]:
 
 
 def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
-    """``m`` (a configuration's figures) with its resident and prefetched steps as its
-    feeding windows timed them (each loop timed in full there, where the confirmation
-    glances at the resident one); its fed figures stay the confirmation's."""
+    """``m`` (a configuration's figures) with its three loops as its feeding windows timed
+    them, each in full there, in the same processes (where the confirmation glances at the
+    resident one): so every sentence on feeding, and the file, say one figure for each
+    loop (its score stays its confirmation windows')."""
     ran = [x for x in ms if x.status == "ok"]
     out = m
-    for loop, least in (("step", TIMED_CHUNKS), ("prefetch", 1)):
+    for loop, least in (("step", TIMED_CHUNKS), ("fed", 1), ("prefetch", 1)):
         timed = [x.loop(loop) for x in ran if x.loop(loop).step_s and x.loop(loop).timed >= least]
         if timed:
             merged = LoopFigures(

@@ -18,6 +18,7 @@ from typing import Any
 
 from autoplace import units
 from autoplace.answer import Question
+from autoplace.config import Config
 from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_figures
 from autoplace.findings import Finding
 from autoplace.findings import as_dict as finding_dict
@@ -165,6 +166,7 @@ def judge(
         noise=spread.sigma if spread is not None else None,
         busy=standing.busy,
         limits=limits,
+        rates=_rates(standing),
     )
     found = findings(standing, judged.if_busy)
     said = (*_verdict_sentences(standing), *standing.above_pick()) if best is not None else ()
@@ -190,6 +192,15 @@ def _alone(standing: Standing) -> tuple[str, ...]:
         f"{other.config.label()}, read {ratio:.2f}x its figure there (the search's figures, "
         "one shared process), so none was timed beside it in windows.",
     )
+
+
+def _rates(standing: Standing) -> dict[Config, float] | None:
+    """The fed samples per second the table shows (the search's, on one scale), where the
+    objective ranks on the fed loop's samples per second."""
+    objective = standing.objective
+    if not objective.rate or objective.loop != "fed":
+        return None
+    return {c: s for c, s in standing.estimates.items() if s is not None}
 
 
 #: The most of the search's best a verdict without windows names.

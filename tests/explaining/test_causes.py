@@ -258,6 +258,33 @@ def test_without_the_peaks_emulated_rests_on_the_step_with_the_batch_on_the_devi
     assert "judged from the steps" in said
 
 
+def fed_arm(precision, per_sample):
+    """cpu:0 width 8, fed only (the step with the batch on the device glanced at)."""
+    out = {}
+    for b in (64, 128, 256):
+        fed = 1e-4 + per_sample * b
+        out[Config("cpu:0", b, precision, 8)] = measured(
+            "ok", "", "cpu:0", b, precision, 8, fed_step_s=fed, fed_step_chunk_s=(fed,) * 5
+        )
+    return out
+
+
+def test_the_fed_time_per_sample_is_read_off_the_figures_the_table_shows():
+    # Issue 47: "bfloat16 runs 1.52x float32's time per sample ... at the best batch of
+    # each" beside a table where bfloat16 @2048 (212.88 k) beat float32 @1024 (209.60 k):
+    # the sentence read one measurement of each, the table the search's figures.
+    f32, bf16 = fed_arm("float32", 1e-6), fed_arm("bfloat16", 1.6e-6)
+    figures = {**f32, **bf16}
+    winner = f32[Config("cpu:0", 256, "float32", 8)]
+    alone = explain_figures(figures, winner, [])
+    assert emulated_sentences(alone, "bfloat16")  # these figures alone: 1.6x slower
+    # the table's figures (the search's, on one scale) put bfloat16 a little ahead
+    table = {c: c.batch_size / m.fed.step_s for c, m in f32.items()}
+    table |= {c: 1.02 * table[Config("cpu:0", c.batch_size, "float32", 8)] for c in bf16}
+    beside = explain_figures(figures, winner, [], rates=table)
+    assert emulated_sentences(beside, "bfloat16") == []  # no sentence contradicts the table
+
+
 def test_a_memory_line_never_has_a_negative_fixed_part():
     # The H200 study's bfloat16 arm: a least-squares line would put -11 MB fixed.
     points = [(256, 3.7e6), (2048, 2.4e7), (4096, 7.4e7)]

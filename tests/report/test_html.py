@@ -223,10 +223,25 @@ def test_the_roofline_plot_draws_each_precisions_roof_and_each_arms_best_under_i
     assert roofline_figure(explain_figures(figures, winner, [other])) is None  # no limits, no plot
 
 
-def _arms_with_limits():
-    """float32 and bfloat16 on one device at three batches, the machine's limits measured,
-    float32 the winner: the roofline's roofs come sorted by name (bfloat16 first), its
-    points winner first (float32 first)."""
+def test_a_point_above_its_roof_is_drawn_beside_the_probes_measured_range():
+    # Issue 47: a roofline point drawn above its own roof, the peak measured ±62% and not
+    # shown. The roof is the probe's median; its windows' range is drawn beside it.
+    from autoplace.report._html import roofline_figure
+
+    _, explanation = _arms_with_limits(peak=[6e9, 1e10, 2e10])
+    fig = roofline_figure(explanation)
+    bands = [t for t in fig.data if t.fill == "toself"]
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert len(bands) == 2  # one per precision's roof
+    above = [p for p in points if p.y[0] > 1e10]  # over the median roof of 1e10 FLOP/s
+    assert above and all(p.y[0] <= 2e10 for p in above)  # within what the probe measured
+    assert any("6.00 GFLOP/s–20.00 GFLOP/s" in b.name for b in bands), [b.name for b in bands]
+
+
+def _arms_with_limits(peak=(1e11,)):
+    """float32 and bfloat16 on one device at three batches, the machine's limits measured
+    (float32's peak in each of the probe's windows: ``peak``), float32 the winner: the
+    roofline's roofs come sorted by name (bfloat16 first), its points winner first."""
     from autoplace import Config
     from autoplace.explaining import explain_figures
     from autoplace.limits import DeviceLimits, Figure, MachineLimits
@@ -240,8 +255,9 @@ def _arms_with_limits():
         )  # fmt: skip
 
     figures = dict(ran(b, p) for b in (8, 16, 32) for p in ("float32", "bfloat16"))
-    device = DeviceLimits("cpu:0", "cpu", {"float32": Figure.of([1e11]),
-                          "bfloat16": Figure.of([5e10])}, 1024, Figure.of([1e10]),
+    half = [x / 2 for x in peak]
+    device = DeviceLimits("cpu:0", "cpu", {"float32": Figure.of(list(peak)),
+                          "bfloat16": Figure.of(half)}, 1024, Figure.of([1e10]),
                           Figure.of([5e9]), Figure.of([1e-5]))  # fmt: skip
     limits = MachineLimits((device,), {}, "2026-11-25T05:00:00+00:00")
     winner = figures[Config("cpu:0", 32, "float32")]

@@ -9,7 +9,7 @@ import pytest
 from synthetic import SyntheticBackend
 
 import autoplace
-from autoplace import BadInputError
+from autoplace import BadInputError, units
 from autoplace import recommendation as rec
 from autoplace.tuning._search import SEARCH_CAP_S
 
@@ -48,6 +48,15 @@ def test_the_pick_and_each_other_devices_best_are_fed_three_ways_in_two_windows(
     assert f"Fed three ways, {result.best.config.label()} takes a step in" in said
     # the pick's resident step is its feeding windows' (timed in full), not a glance
     assert result.best.measurement.step.samples >= 3
+    # Issue 47: "Fed three ways ... put 296 µs" then "12.3% of the 275 µs step": one figure
+    # for each loop, its feeding windows', in every sentence and in the file
+    put = units.seconds(fed.pick.steps["put"])
+    figures = result.best.measurement
+    assert units.seconds(figures.fed.step_s) == put
+    assert units.seconds(doc["recommendation"]["figures"]["fed_step_s"]) == put
+    about = ("Fed three ways", "Putting a fresh host batch", "Feeding a fresh host batch")
+    said = [x for x in result.explanation.sentences if x.startswith(about)]
+    assert len(said) >= 2 and all(put in x for x in said), said
 
 
 def test_a_pick_another_feeding_would_change_is_said(env):
