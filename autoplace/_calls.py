@@ -21,4 +21,4 @@ def build(kind: type[_Request], first: Any, **options: Any) -> _Request:
             f"{kind.__name__} takes no option {', '.join(map(repr, unknown))}: it takes "
             f"{', '.join(fields)}"
         )
-    return kind(first, **options)
+    return kind(first, **options)  # type: ignore[call-arg]

@@ -24,7 +24,7 @@ OBJECTIVES = ("throughput", "time-to-finish", "latency")
 Feeding = Literal["put", "prefetch", "resident"]
 FEEDINGS: tuple[Feeding, ...] = ("put", "prefetch", "resident")
 #: The timed loop each feeding's step is.
-FEEDING_LOOP: dict[str, Loop] = {"put": "fed", "prefetch": "prefetch", "resident": "step"}
+FEEDING_LOOP: dict[Feeding, Loop] = {"put": "fed", "prefetch": "prefetch", "resident": "step"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +209,7 @@ def make_objective(
             "plain loop does), prefetch (two puts in flight) or resident (data on the device)"
         )
     if name == "time-to-finish":
-        return time_to_finish(steps=steps, samples=samples, epochs=epochs, feeding=feeding)  # type: ignore[arg-type]
+        return time_to_finish(steps=steps, samples=samples, epochs=epochs, feeding=feeding)
     if name not in OBJECTIVES:
         raise BadInputError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
     if name == "latency" and feeding != "put":
@@ -224,4 +224,4 @@ def make_objective(
             f"{' and '.join(given)} only count for --objective time-to-finish, and {name} "
             f"ignores {them}: drop {them}, or tune for time-to-finish"
         )
-    return throughput(feeding) if name == "throughput" else latency()  # type: ignore[arg-type]
+    return throughput(feeding) if name == "throughput" else latency()

@@ -78,7 +78,8 @@ def emulated(
         device, precision, width = model.arm
         if precision == "float32":
             continue
-        ratio = ratio_basis = None
+        ratio: float | None = None
+        ratio_basis: Literal["step", "fed"] | None = None
         for loop in ("step", "fed"):
             f32, mine = best[loop].get((device, "float32", width)), best[loop].get(model.arm)
             if f32 is not None and mine is not None:
@@ -93,7 +94,7 @@ def emulated(
             if peaks[0] < (1.0 + EMULATED) * peaks[1] and (device, precision) not in judged:
                 judged.add((device, precision))
                 out.append(found(width=None, basis="peak", peaks=peaks))
-        elif ratio is not None and ratio - 1.0 > EMULATED:
+        elif ratio is not None and ratio_basis is not None and ratio - 1.0 > EMULATED:
             out.append(found(width=width, basis=ratio_basis))
     return out
 

@@ -66,7 +66,7 @@ def explain_figures(
         and (x := crossover(mine, models[(o.device, o.precision, o.width)], loop, largest))
     )
     starts = device_starts(figures)
-    evens = tuple(x for o in others if (x := break_even(winner, o, starts)) is not None)
+    evens = tuple(e for o in others if (e := break_even(winner, o, starts)) is not None)
     ok = {c: m for c, m in figures.items() if m.status == "ok"}
     picks = run_length_picks(ok, starts)
     transfer = feeding(winner)

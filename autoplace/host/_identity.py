@@ -22,7 +22,7 @@ import platform
 import socket
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace._version import __version__
@@ -105,7 +105,7 @@ def fingerprint(devices: Sequence[DeviceInfo]) -> dict[str, dict[str, Any]]:
     }
 
 
-def hardware_key(hw: dict[str, Any], sw: dict[str, Any]) -> str:
+def hardware_key(hw: Mapping[str, Any], sw: Mapping[str, Any]) -> str:
     """Short hash of what changes timings: devices, CPU model and the JAX versions.
 
     The host name is left out, so identical machines share a key (and a study).

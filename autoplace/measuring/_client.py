@@ -61,7 +61,7 @@ from autoplace.errors import BadInputError, KilledFromOutsideError, ModelFileErr
 from autoplace.host import process_alive
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import with_figures
-from autoplace.measuring._forkserver import ForkServer
+from autoplace.measuring._forkserver import Forked, ForkServer
 from autoplace.measuring._messages import Catalog, Done, MeasureGroup, Request
 from autoplace.measuring._progress import Progress
 from autoplace.measuring._window import FreshWindow, KilledFromOutside
@@ -135,7 +135,7 @@ class SubprocessBackend:
         return {"jax_config": self._jax_config, "compile_cache": str(self._cache), "fresh": fresh}
 
     @property
-    def process(self) -> subprocess.Popen | None:
+    def process(self) -> subprocess.Popen | Forked | None:
         """The shared worker process now running, or ``None`` before the first call or
         once closed."""
         return self._worker.process

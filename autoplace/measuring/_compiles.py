@@ -29,7 +29,7 @@ class CompileCounter:
         #: share (its executables).
         self.lock = threading.Lock()
         self._mine = threading.local()
-        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)  # type: ignore[arg-type]
         jax.monitoring.register_event_listener(self._on_count)
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:

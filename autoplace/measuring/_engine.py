@@ -303,8 +303,9 @@ class Engine:
         if not all_finite(out):
             return None
         config = request.config
-        key = (request.model_file, request.sha256, request.workload, width, config.batch_size)
-        key += (request.settings.seed,)  # the reference must see the same batch
+        # the reference must see the same batch: its seed is part of the key
+        key = (request.model_file, request.sha256, request.workload, width, config.batch_size,
+               request.settings.seed)  # fmt: skip
         if config.precision == "float32":
             self._remember(key, out)
             return 0.0

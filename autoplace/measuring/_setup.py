@@ -164,7 +164,7 @@ def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> An
     with user_phase("making a batch", path):
         batch = jax.tree.map(np.asarray, batch)
     wide = [leaf for leaf in jax.tree.leaves(batch) if leaf.dtype == np.float64]
-    if wide and not jax.config.jax_enable_x64:
+    if wide and not jax.config.read("jax_enable_x64"):
         raise ModelFileError(
             f"make_batch in {path} returned float64 arrays (shape {wide[0].shape}), which JAX "
             "turns into float32 on the device (64-bit is off), so every step would time a "
@@ -329,7 +329,7 @@ def check_next_state(state: Any, out: Any, path: Path) -> None:
 
 def _difference(state: Any, out: Any) -> str | None:
     """How ``out`` differs from ``state`` (the first difference), in words; ``None``: alike."""
-    if jax.tree.structure(state) != jax.tree.structure(out):
+    if jax.tree.structure(state) != jax.tree.structure(out):  # type: ignore[operator]
         return f"{_brief(out)} where its state is {_brief(state)}"
     pairs = zip(jax.tree_util.tree_leaves_with_path(state), jax.tree.leaves(out), strict=True)
     for (where, a), b in pairs:
@@ -343,7 +343,7 @@ def _difference(state: Any, out: Any) -> str | None:
 
 def _brief(tree: Any) -> str:
     leaves = jax.tree.leaves(tree)
-    if len(leaves) == 1 and jax.tree.structure(tree).num_nodes == 1:
+    if len(leaves) == 1 and jax.tree.structure(tree).num_nodes == 1:  # type: ignore[attr-defined]
         x = leaves[0]
         return f"one {getattr(x, 'dtype', type(x).__name__)} array of shape {list(np.shape(x))}"
     shown = str(jax.tree.structure(tree)).removeprefix("PyTreeDef(").removesuffix(")")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from autoplace.measurement import LoopFigures
+from autoplace.measurement import Loop, LoopFigures
 from autoplace.settings import MeasureSettings
 
 
@@ -244,10 +244,10 @@ def _settled(samples: list[list[float]], target_spread: float) -> bool:
     return len(samples) > 1 and all(relative_spread(r) <= target_spread for r in ratios)
 
 
-def loops(settings: MeasureSettings) -> list[tuple[str, float]]:
+def loops(settings: MeasureSettings) -> list[tuple[Loop, float]]:
     """The loops a measurement times, in order, each with its cap: the resident step and
     the fed one always (a cap of 0 is a glance), the prefetched one where its cap is set."""
-    out: list[tuple[str, float]] = [
+    out: list[tuple[Loop, float]] = [
         ("step", settings.time_cap_s),
         ("fed", settings.fed_time_cap_s),
     ]

@@ -303,7 +303,7 @@ class Worker:
                     return reply
             except (EOFError, OSError):
                 return self._died(on)
-            if self.process.poll() is not None:
+            if self.process is None or self.process.poll() is not None:
                 return self._died(on)
 
     def _died(self, on: int | None = None) -> Stop:
@@ -313,12 +313,14 @@ class Worker:
 
     def death_reason(self) -> str:
         """Why the worker died, in words; sets :attr:`killed` and :attr:`death`."""
+        process = self.process
+        assert process is not None  # it ran: it died
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
-        code = self.process.poll()
-        orphaned = isinstance(self.process, Forked) and self.process.orphaned
+            process.wait(timeout=10)
+        code = process.poll()
+        orphaned = isinstance(process, Forked) and process.orphaned
         self.killed = code is not None and code < 0
-        self.death, why = death_of(code, self.process.pid, orphaned)
+        self.death, why = death_of(code, process.pid, orphaned)
         last = _last_line(self._log)
         self.stop(kill=True)
         return f"{why}: {last}" if last else why

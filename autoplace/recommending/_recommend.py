@@ -383,8 +383,8 @@ def _tune_once(
 
         path = lookup.key.workload["path"]
         options = {**tune_arguments(lookup.key), "storage": url, "out": None}
-        request = TuneRequest(path, **{**options, **(request.tune_options or {})})
-        result = tune(request, backend=backend, on_wait=on_wait)
+        asked = TuneRequest(path, **{**options, **(request.tune_options or {})})
+        result = tune(asked, backend=backend, on_wait=on_wait)
         if result.answer is None:
             raise NoAnswerError(
                 f"the tune of {path} ended without a configuration that runs "

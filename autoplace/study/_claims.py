@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import threading
 import time
@@ -85,7 +86,7 @@ class Claims:
 
         ended = 0
         for t in stale:
-            if not self._access.once(lambda i=t._trial_id: reclaim(i)):
+            if not self._access.once(functools.partial(reclaim, t._trial_id)):
                 break
             ended += 1
         if ended:
@@ -108,8 +109,11 @@ class Claims:
                 while not done.wait(HEARTBEAT_S):
                     for ticket in tickets:
                         self._access.once(
-                            lambda i=ticket.trial_id: storage.set_trial_user_attr(
-                                i, HEARTBEAT, time.time()
+                            functools.partial(
+                                storage.set_trial_user_attr,
+                                ticket.trial_id,
+                                HEARTBEAT,
+                                time.time(),
                             )
                         )
             finally:

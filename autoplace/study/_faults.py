@@ -94,7 +94,8 @@ class _Ticker:
         self, start: float, on_wait: Callable[[float, BaseException | None], None] | None
     ) -> None:
         self._start, self._on_wait = start, on_wait
-        self._last, self._exc = start, None
+        self._last = start
+        self._exc: BaseException | None = None
         self._lock, self._done = threading.Lock(), threading.Event()
         self._thread: threading.Thread | None = None
 

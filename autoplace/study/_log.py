@@ -135,7 +135,7 @@ class OptunaStudyLog:
             lambda: optuna.create_study(
                 study_name=name,
                 storage=storage,
-                direction=identity.direction,
+                direction=identity.direction,  # type: ignore[arg-type]
                 sampler=optuna.samplers.RandomSampler(),  # never asked: see begin()
                 load_if_exists=True,
             )

@@ -369,7 +369,7 @@ def _postgres_creator(url: str) -> Callable[[], Any]:
     cargs, cparams = parsed.get_dialect()().create_connect_args(parsed)
     cparams.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
 
-    class TimedConnection(psycopg.Connection):  # type: ignore[type-arg]
+    class TimedConnection(psycopg.Connection):
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
             limit = STATEMENT_TIMEOUT_S if timeout is None else timeout
             start = time.monotonic()

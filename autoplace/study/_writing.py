@@ -9,6 +9,7 @@ reply was lost is found again by its ``uid``, never made twice.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -123,7 +124,7 @@ class StudyWriter:
                 trial_id = self._create(template(self._dists, config, attrs, TrialState.RUNNING))
                 live[trial_id] = attrs
                 number = self._access.do(
-                    lambda i=trial_id: self._storage.get_trial_number_from_id(i)
+                    functools.partial(self._storage.get_trial_number_from_id, trial_id)
                 )
                 tickets.append(Ticket(trial_id, number, config))
         except StorageError:  # the run ends: what this group began is ended for the resume
@@ -222,7 +223,7 @@ class StudyWriter:
         left = []
         for trial_id in trial_ids:
             try:
-                self._access.do(lambda i=trial_id: self._end(i, mark), patient=patient)
+                self._access.do(functools.partial(self._end, trial_id, mark), patient=patient)
             except StorageError:
                 left.append(self._ending(trial_id, mark))
             self._claims.live.pop(trial_id, None)

@@ -58,6 +58,9 @@ class ClimbSettings(Protocol):
     @property
     def drop(self) -> float: ...
 
+    @property
+    def gap(self) -> float: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class View:

@@ -46,7 +46,7 @@ RIDGE = 1e-3
 
 Verdict = Literal["faster", "within", "slower"]
 #: One configuration's figure in each window it ran in: ``{window: figure}``.
-Figures = Mapping[Hashable, float]
+Figures = Mapping[Any, float]
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -91,14 +91,14 @@ class Fit:
     """Each key's log figure with each group's drift removed (``effects``), and the
     residual spread: the least-squares fit of ``log figure = key + group``."""
 
-    effects: Mapping[Hashable, float]
+    effects: Mapping[Any, float]
     spread: Spread
 
     def figure(self, key: Hashable) -> float:
         return math.exp(self.effects[key])
 
 
-def fit(cells: Mapping[Hashable, Figures]) -> Fit:
+def fit(cells: Mapping[Any, Figures]) -> Fit:
     """The fit of ``log figure = key + group`` to every key's figure per group. A group
     that shares no key with the others is taken at face value (a tiny ridge on the group
     drifts fixes what the data leave open, biasing no linked comparison measurably)."""

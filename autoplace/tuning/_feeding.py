@@ -27,7 +27,7 @@ from autoplace import units
 from autoplace.config import Config
 from autoplace.costs import TIMED_CHUNKS
 from autoplace.findings import Finding
-from autoplace.measurement import LoopFigures, Measurement
+from autoplace.measurement import Loop, LoopFigures, Measurement
 from autoplace.objectives import FEEDING_LOOP, FEEDINGS, Objective
 from autoplace.settings import MeasureSettings
 from autoplace.tuning._confirm import CAP_S, WINDOWS, window_settings
@@ -191,7 +191,12 @@ def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
     loop (its score stays its confirmation windows')."""
     ran = [x for x in ms if x.status == "ok"]
     out = m
-    for loop, least in (("step", TIMED_CHUNKS), ("fed", 1), ("prefetch", 1)):
+    timed_in_full: tuple[tuple[Loop, int], ...] = (
+        ("step", TIMED_CHUNKS),
+        ("fed", 1),
+        ("prefetch", 1),
+    )
+    for loop, least in timed_in_full:
         timed = [x.loop(loop) for x in ran if x.loop(loop).step_s and x.loop(loop).timed >= least]
         if timed:
             merged = LoopFigures(
@@ -200,13 +205,13 @@ def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:
                 chunks=tuple(c for t in timed for c in t.chunks),
                 samples=sum(t.timed for t in timed),
             )
-            out = out.with_loop(loop, merged)  # type: ignore[arg-type]
+            out = out.with_loop(loop, merged)
     return out
 
 
 def _fed(c: Config, ms: Sequence[Measurement]) -> Fed:
     ran = [m for m in ms if m.status == "ok"]
-    steps = {}
+    steps: dict[str, float] = {}
     for feeding, loop in FEEDING_LOOP.items():
         values = [t for m in ran if (t := m.loop(loop).step_s)]
         if values:

@@ -50,7 +50,7 @@ def study_name(identity: dict[str, Any]) -> str:
 
 
 def study_suffix(
-    objective: Mapping[str, Any], sha256: str, hw: dict[str, Any], sw: dict[str, Any]
+    objective: Mapping[str, Any], sha256: str, hw: Mapping[str, Any], sw: Mapping[str, Any]
 ) -> str:
     """The default study name after the workload's name: the objective (with its run
     length for time-to-finish: a study's scores hold for one), the model file's hash and

@@ -122,7 +122,8 @@ class Loop:
         standing, the number of new measurements, and whether interrupted (a Ctrl-C taken,
         or a KeyboardInterrupt anywhere in the loop: the group in flight is marked
         interrupted, so that a resume measures it again, and everything finished is kept)."""
-        self._new, self._tickets, self._looked = 0, [], False
+        self._new, self._looked = 0, False
+        self._tickets: list[Ticket] = []
         now: Standing | None = None
         waiting = False
         try:

@@ -53,7 +53,7 @@ def candidates(environ: Mapping[str, str] | None = None) -> list[tuple[tuple[str
     tcmalloc through ``LD_PRELOAD`` where one is installed."""
     environ = os.environ if environ is None else environ
     tunables = ":".join(t for t in (environ.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=1") if t)
-    found = [(("GLIBC_TUNABLES", tunables),)]
+    found: list[tuple[tuple[str, str], ...]] = [(("GLIBC_TUNABLES", tunables),)]
     for name in ("jemalloc", "tcmalloc_minimal", "tcmalloc"):
         library = ctypes.util.find_library(name)
         if library:

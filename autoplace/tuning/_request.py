@@ -76,15 +76,16 @@ class TuneRequest:
     steps_per_call: Sequence[int] = DEFAULT_STEPS_PER_CALL
 
     def __post_init__(self) -> None:
-        for option, value in (
+        positive: tuple[tuple[str, float | None], ...] = (
             ("--trials", self.trials),
             ("--timeout", self.timeout),
             ("--max-memory", self.max_memory),
             ("--max-deviation", self.max_deviation),
             ("--quiet-wait", self.quiet_wait),
-        ):
-            if value is not None and not value > 0:
-                raise BadInputError(f"{option} must be positive, got {value}")
+        )
+        for option, number in positive:
+            if number is not None and not number > 0:
+                raise BadInputError(f"{option} must be positive, got {number}")
         if self.max_deviation is not None and self.max_deviation > MOST_DEVIATION:
             raise BadInputError(
                 f"--max-deviation must be at most {MOST_DEVIATION:.0%}, got "
@@ -93,7 +94,11 @@ class TuneRequest:
             )
         if self.confirm < 0:
             raise BadInputError(f"confirm is a number of finalists, 0 or more, got {self.confirm}")
-        for option, value in (("--study", self.study), ("--workload", self.workload)):
+        named: tuple[tuple[str, str | None], ...] = (
+            ("--study", self.study),
+            ("--workload", self.workload),
+        )
+        for option, value in named:
             if value is not None and not value.strip():
                 raise BadInputError(
                     f"{option} is empty: give a name, or leave {option} out for the default"

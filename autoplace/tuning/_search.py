@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from autoplace.config import Config
 from autoplace.objectives import Objective
@@ -43,17 +44,25 @@ def ranking(
 ) -> MeasureSettings:
     """``base`` with the loop the objective ranks on capped at ``cap`` (or the user's cap,
     if lower) and the other loops glanced at (the prefetched one not timed at all)."""
-    caps = {"time_cap_s": 0.0, "fed_time_cap_s": 0.0, "prefetch_time_cap_s": 0.0}
-    own = {"step": "time_cap_s", "fed": "fed_time_cap_s", "prefetch": "prefetch_time_cap_s"}
-    name = own[objective.loop]
-    caps[name] = min(getattr(user, name) or cap, cap)
-    return dataclasses.replace(base, **caps)
+    own = {
+        "step": user.time_cap_s,
+        "fed": user.fed_time_cap_s,
+        "prefetch": user.prefetch_time_cap_s,
+    }
+    capped = {loop: min(asked or cap, cap) if loop == objective.loop else 0.0
+              for loop, asked in own.items()}  # fmt: skip
+    return dataclasses.replace(
+        base,
+        time_cap_s=capped["step"],
+        fed_time_cap_s=capped["fed"],
+        prefetch_time_cap_s=capped["prefetch"],
+    )
 
 
 def estimates(history: History, objective: Objective) -> Fit:
     """The search's figures on one scale: each configuration's score with the drift between
     the groups it was timed in fitted out."""
-    cells: dict[Config, dict[object, float]] = {}
+    cells: dict[Config, dict[Any, float]] = {}
     for n, (c, m) in enumerate(history.searches):
         score = objective.score(m) if m.status == "ok" else None
         if score:

@@ -173,7 +173,7 @@ def standing(history: History, plan: Plan) -> Standing:
     objective, space = plan.objective, plan.space
     search = estimates(history, objective)
     est: dict[Config, float | None] = dict.fromkeys(history.figures())
-    est.update({c: math.exp(e) for c, e in search.effects.items()})  # type: ignore[misc]
+    est.update({c: math.exp(e) for c, e in search.effects.items()})
     windows = history.of("confirm")
     unconfirmed = failed_windows(windows)
     kept = {c: ms for c, ms in windows.items() if c not in unconfirmed}
