@@ -9,7 +9,8 @@ compile, its timed loops' seconds, its worker's start-up and its wall time):
 * ``start-up``: the worker processes' starts (the shared worker's, and the fresh ones'
   of each window);
 * ``compile``: XLA's compiles that were not a cache's (lowering included);
-* ``search``, ``confirm``, ``duel``, ``remedy``, ``fuse``: the timed loops of each phase;
+* ``search``, ``confirm``, ``duel`` (code before issue 48), ``feeding``, ``remedy``,
+  ``fuse``: the timed loops of each phase;
 * ``other``: the tune's wall time less all of those (imports, the study's storage, the
   set-up of each measurement: builds, batches, first calls, the float32 comparison).
 
@@ -45,7 +46,9 @@ from tune_runs import ROOT, WORKLOADS, code_tree, run_tune
 
 import autoplace
 
-PARTS = ("start-up", "compile", "search", "confirm", "duel", "remedy", "fuse", "other")
+#: The parts of a tune: a duel is the window after two confirmation windows of the same
+#: finalists (code before issue 48 timed them; now none).
+PARTS = ("start-up", "compile", "search", "confirm", "duel", "feeding", "remedy", "fuse", "other")
 SPENT = ("wall", "start", "build", "trace", "compile", "first call", "float32", "timing", "rest")
 
 
