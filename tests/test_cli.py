@@ -398,11 +398,10 @@ def _read_only_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]
     return ["--out", str(folder / "autoplace.toml")]
 
 
-def _cut_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _damaged_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     journal = tmp_path / "studies.log"
-    journal.write_text(
-        '{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]}\n{"op_'
-    )
+    record = '{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]}\n'
+    journal.write_text(f'{record}{{"op_\n{record}')  # not the last record: not mended
     return ["--storage", str(journal)]
 
 
@@ -442,7 +441,7 @@ def _locked_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[st
         *(
             pytest.param(*case, marks=pytest.mark.slow)  # the worker starts as the storage opens
             for case in (
-                (_cut_journal, ["cut or damaged", "delete its last line"], 2),
+                (_damaged_journal, ["is damaged at line 2", "restore it from a copy"], 2),
                 (_foreign_study, ["not made by autoplace", "pass another --study"], 2),
                 (_password_in_url, ["cannot read the storage URL", "percent-encode"], 2),
                 (_locked_database, ["locked by another process", "run the same command again"], 1),

@@ -49,8 +49,9 @@ from autoplace.study._faults import (
     unreachable,
     waiting_line,
 )
-from autoplace.study._files import check_journal, check_sqlite, creating, read_only
+from autoplace.study._files import check_room, check_sqlite, creating, read_only
 from autoplace.study._foreign import refuse_foreign_tables, sqlite_tables
+from autoplace.study._journal import journal_backend
 from autoplace.study._url import file_path, mask_url, normalize_url, scrub
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
@@ -179,7 +180,6 @@ def open_storage(
     ``reading``: for a command that only reads; a study file it would have to create (see
     :func:`missing_study_file`) is refused, and a SQLite file is opened read-only."""
     from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
 
     url = check_storage_url(url)
     scheme = url.split("://", 1)[0]
@@ -201,8 +201,8 @@ def open_storage(
             assert path is not None
             if not reading:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                check_journal(path)
-            return JournalStorage(JournalFileBackend(str(path)))
+                check_room(path)
+            return JournalStorage(journal_backend(path, say=on_wait, reading=reading))
         if scheme == "redis":
             return opened(lambda: JournalStorage(_redis_backend(url)))
         kwargs = _engine_kwargs(url)
@@ -224,7 +224,7 @@ def open_storage(
         if found is not None:
             why = scrub(cause(exc), url)
             raise StorageError(_nowhere(url, found, why)) from None
-        if kind(exc) == "other" and _misread(exc):
+        if kind(exc) == "other" and path is None and _misread(exc):
             raise StorageError(
                 f"cannot read the storage URL {shown} ({scrub(str(exc).splitlines()[0], url)}): "
                 "percent-encode special characters in the password (/ as %2F, @ as %40, "
