@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import socket
 import stat
 import tempfile
 import time
@@ -107,7 +109,7 @@ def write_atomic(
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep(target)
         raw = data.encode() if isinstance(data, str) else data
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_prefix(target), suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise write_error(target, exc, what) from None
     try:
@@ -127,17 +129,47 @@ def write_atomic(
 
 
 #: A temporary file older than this beside the target is a killed writer's leftover (a
-#: live writer's is seconds old at most).
+#: live writer's is seconds old at most), whoever wrote it.
 STALE_S = 600.0
 
 
+def _host() -> str:
+    """This machine's name, as a temporary file's name carries it."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
+
+
+def _prefix(target: Path) -> str:
+    """How a temporary file for ``target`` is named before ``mkstemp``'s 8 random
+    characters and ``.tmp``: after the target, hidden, with the writer's host and process
+    id, so that the next write knows a killed writer's leftover at once."""
+    return f".{target.name}.{_host()}.{os.getpid()}."
+
+
 def _sweep(target: Path) -> None:
-    """Remove the temporary files a writer killed mid-write left beside ``target``."""
-    now = time.time()
+    """Remove the temporary files a writer killed mid-write left beside ``target``: one of
+    this host whose process is gone at once, any other once it is :data:`STALE_S` old."""
+    now, host = time.time(), _host()
+    ours = re.compile(rf"\.{re.escape(target.name)}\.([A-Za-z0-9-]+)\.(\d+)\.[a-z0-9_]{{8}}\.tmp")
     for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        found = ours.fullmatch(leftover.name)
         with contextlib.suppress(OSError):
-            if now - leftover.stat().st_mtime > STALE_S:
+            dead = found is not None and found[1] == host and not _alive(int(found[2]))
+            if dead or now - leftover.stat().st_mtime > STALE_S:
                 leftover.unlink()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` lives on this host (``autoplace.host.process_alive``'s
+    check; this module sits below ``host``)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _umask() -> int:

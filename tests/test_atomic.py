@@ -23,6 +23,51 @@ def test_a_killed_writers_temporary_file_is_swept_by_the_next_write(tmp_path):
     assert not stale.exists() and fresh.exists()
 
 
+def test_a_temporary_file_whose_writer_died_is_swept_at_once_and_no_other(tmp_path):
+    import subprocess
+
+    from autoplace._atomic import _host, _prefix
+
+    target = tmp_path / "autoplace.toml"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = gone.pid  # a writer killed mid-write: its process is no more
+    prefix = _prefix(target)
+    assert prefix == f".autoplace.toml.{_host()}.{os.getpid()}."
+    killed = tmp_path / f".autoplace.toml.{_host()}.{dead}.abcd1234.tmp"
+    alive = tmp_path / f"{prefix}efgh5678.tmp"  # a writer of this process, at work
+    elsewhere = tmp_path / f".autoplace.toml.other-host.{dead}.ijkl9012.tmp"  # can't tell
+    another = tmp_path / f".autoplace.toml.bak.{_host()}.{dead}.mnop3456.tmp"  # not ours
+    for leftover in (killed, alive, elsewhere, another):
+        leftover.write_text("half")
+    write_atomic(target, "whole")
+    assert target.read_text() == "whole"
+    assert not killed.exists() and alive.exists() and elsewhere.exists() and another.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")].count(alive.name) == 1
+
+
+@pytest.mark.slow  # starts a Python process, and kills it
+def test_a_writer_killed_mid_write_leaves_nothing_after_the_next_write(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "autoplace.toml"
+    killed = subprocess.run(
+        [sys.executable, "-c", (
+            "import os, signal, sys\n"
+            "import autoplace._atomic as a\n"
+            "a.os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+            "a.write_atomic(sys.argv[1], 'half')\n"
+        ), str(target)],
+        capture_output=True,
+    )  # fmt: skip
+    assert killed.returncode == -9
+    (left,) = tmp_path.glob(".autoplace.toml.*.tmp")  # what the kill left
+    write_atomic(target, "whole")
+    assert target.read_text() == "whole" and not left.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["autoplace.toml"]
+
+
 # -- what cannot be written is one line, before any work where it can be -------------------
 
 

@@ -399,11 +399,10 @@ def _read_only_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]
     return ["--out", str(folder / "autoplace.toml")]
 
 
-def _cut_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _damaged_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     journal = tmp_path / "studies.log"
-    journal.write_text(
-        '{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]}\n{"op_'
-    )
+    record = '{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]}\n'
+    journal.write_text(f'{record}{{"op_\n{record}')  # not the last record: not mended
     return ["--storage", str(journal)]
 
 
@@ -443,7 +442,7 @@ def _locked_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[st
         *(
             pytest.param(*case, marks=pytest.mark.slow)  # the worker starts as the storage opens
             for case in (
-                (_cut_journal, ["cut or damaged", "delete its last line"], 2),
+                (_damaged_journal, ["is damaged at line 2", "restore it from a copy"], 2),
                 (_foreign_study, ["not made by autoplace", "pass another --study"], 2),
                 (_password_in_url, ["cannot read the storage URL", "percent-encode"], 2),
                 (_locked_database, ["locked by another process", "run the same command again"], 1),
@@ -649,3 +648,26 @@ def test_a_model_file_breaking_the_contract_is_named_as_the_files_one_line_exit_
     fragments = [f.replace("model.py:2", f"model.py:{head.count(chr(10)) + 1}") for f in fragments]
     code, out, err = run_cli(capsys, "measure", str(path), "-b", "4", "-p", "bf16")
     assert_one_line_error(code, out, err, *fragments)
+
+
+def test_autoplaces_own_warnings_are_said_in_their_line_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A cache autoplace could not use is said as its line, not after the file and line of
+    # autoplace's source that warned (Python's form, kept for others' warnings).
+    import warnings
+
+    from autoplace.cli._errors import handle_errors
+    from autoplace.host import Cache
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    cache = Cache(blocker / "cache")
+    with warnings.catch_warnings(record=True) as others:
+        warnings.simplefilter("always")  # as a user's Python shows them (pytest: errors)
+        with handle_errors():
+            assert not cache.write(cache.answer_path("slot"), {"answer": {}})
+            warnings.warn("someone else's", UserWarning, stacklevel=1)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("autoplace: cannot ") and line.endswith("going on without caching")
+    assert [str(w.message) for w in others] == ["someone else's"]  # shown as Python shows it

@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 
 from autoplace._interrupt import Interrupt
 from autoplace.errors import AutoplaceError, StorageError
-from autoplace.study._faults import fault_error, from_storage, retry, transient, waiting_line
+from autoplace.study import _faults
+from autoplace.study._faults import (
+    bounded,
+    fault_error,
+    from_storage,
+    retry,
+    transient,
+    waiting_line,
+)
 from autoplace.study._storage import reset_session
 from autoplace.study._url import file_path, mask_url, scrub
 
@@ -48,6 +56,11 @@ class Access:
         self._fault: StorageError | None = None
         #: Whether the study is open: a failure before cannot open (2); after, a fault (1).
         self.opened = False
+        #: Seconds spent in the slow calls (:data:`SLOW_S` or longer) just before the next:
+        #: a storage answering too slowly, call after call, has that much less of the
+        #: minute left (:data:`CALL_LIMIT_S`) as though it were one call; a quick call
+        #: ends the count.
+        self._slow_s = 0.0
 
     def do(self, action: Callable[[], _T], *, patient: bool = True) -> _T:
         """``action()`` on the storage: retried while its fault may pass (:func:`retry`;
@@ -55,22 +68,25 @@ class Access:
         its failure turned into one :class:`StorageError` line."""
         if self._fault is not None:
             raise type(self._fault)(str(self._fault))
-        start = time.monotonic()
+        begun = time.monotonic()
+        start = begun - self._slow_s
         try:
-            return retry(
+            done = retry(
                 action,
                 on_wait=self._waiting if self._on_wait is not None else None,
                 before_retry=lambda: reset_session(self.storage),
                 patience_s=None if patient else 0.0,
                 interrupt=self._interrupt,
+                since=start,
             )
         except (AutoplaceError, KeyboardInterrupt):
             raise
         except Exception as exc:
             if not from_storage(exc):
                 raise
-            reset_session(self.storage)
             waited = time.monotonic() - start
+            with bounded(_faults.CALL_LIMIT_S - waited):  # not another slow exchange
+                reset_session(self.storage)
             place = file_path(self.url)
             error = fault_error(
                 mask_url(self.url),
@@ -84,14 +100,19 @@ class Access:
                 self._fault = error
             # The driver's message may hold a credential: not even in a traceback.
             raise error from None
+        took = time.monotonic() - begun
+        self._slow_s = self._slow_s + took if took >= _faults.SLOW_S else 0.0
+        return done
 
     def once(self, action: Callable[[], None]) -> bool:
-        """``action()`` tried once, where a failure costs nothing (the next try will do):
-        whether the storage answered (a trial another worker ended first counts)."""
+        """``action()`` tried once, where a failure costs nothing (the next try will do),
+        :func:`bounded` as every storage call is: whether the storage answered (a trial
+        another worker ended first counts)."""
         from optuna.exceptions import UpdateFinishedTrialError
 
         try:
-            action()
+            with bounded():
+                action()
         except UpdateFinishedTrialError:
             pass
         except Exception as exc:

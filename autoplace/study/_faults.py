@@ -4,11 +4,16 @@ Every fault of a storage in use that may pass is *transient*, the same on all fi
 storages: a connection refused, reset, dropped or timed out (a server restarting, gone,
 or silent past the timeouts of :mod:`._storage`), a lock another process holds, a lock
 wait or a deadlock. A call that meets one is tried again with backoff for up to
-:data:`PATIENCE_S` (:func:`retry`), its ``on_wait`` told meanwhile. A fault that no wait
-mends ends at once: a full disk, a damaged database file, refused credentials, a missing
-database. So does, while a storage is being opened (before a run has stored anything), an
-address that is :func:`unreachable`: nothing listens there, or no host has that name, a
-typo far more often than an outage. Either way the user reads one line
+:data:`PATIENCE_S` (:func:`retry`), its ``on_wait`` told meanwhile. The call as a whole,
+tries and waits together, is bounded by the same minute (:data:`CALL_LIMIT_S`,
+:func:`bounded`): a server that answers every exchange, only too slowly, passes each
+timeout of the drivers, so the drivers' hooks in :mod:`._storage` read what is left of
+the call (:func:`remaining`) and end a try that runs past it, as though the server had
+not answered (:func:`overdue`). A fault that no wait mends ends at once: a full disk, a
+damaged database file, refused credentials, a missing database. So does, while a storage
+is being opened (before a run has stored anything), an address that is
+:func:`unreachable`: nothing listens there, or no host has that name, a typo far more
+often than an outage. Either way the user reads one line
 (:func:`fault_error`) naming the storage, without its credentials, and the driver's own
 cause, never Optuna's wrapper around it ("invalid data ... e.g. exceeding max length",
 which blames the data).
@@ -16,12 +21,14 @@ which blames the data).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Literal, TypeVar
 
 from autoplace._interrupt import Interrupt
@@ -30,6 +37,13 @@ from autoplace.errors import StorageError, StorageFaultError, first_line
 #: How long a storage call is tried again, with backoff (0.1 s doubling to 2 s), while its
 #: fault may pass, before the run ends.
 PATIENCE_S = 60.0
+#: How long a storage call may take in all, its tries and waits together (:func:`bounded`):
+#: the same minute, so that a server answering too slowly ends a run as one that does not
+#: answer does. Calls slow one after another share it (``since`` of :func:`retry`).
+CALL_LIMIT_S = 60.0
+#: A call that takes this long or longer is slow (autoplace says by then that it waits;
+#: a call takes milliseconds): slow calls one after another are one wait.
+SLOW_S = 5.0
 #: The longest pause between two tries: a server back is used again within this (a try
 #: costs little: a refused connection is answered at once).
 MAX_DELAY_S = 2.0
@@ -48,31 +62,49 @@ def retry(
     patience_s: float | None = None,
     give_up: Callable[[BaseException], object] | None = None,
     interrupt: Interrupt | None = None,
+    since: float | None = None,
 ) -> _T:
     """``action()``, tried again with backoff (0.1 s doubling to :data:`MAX_DELAY_S`) while
-    its failure is :func:`transient`, for up to ``patience_s`` (default :data:`PATIENCE_S`);
-    its last failure is raised as it came, at once where ``give_up(failure)`` is true.
+    its failure is :func:`transient`, for up to ``patience_s`` (default and at most
+    :data:`PATIENCE_S`), and :func:`bounded` as a whole, tries and waits together (a try
+    still under way then is ended by the drivers' hooks); its last failure is raised as it
+    came (or, when the bound cut the last try, the failure before, if any: what kept the
+    call from its answer), at once where ``give_up(failure)`` is true.
     ``on_wait(seconds waited, last failure)`` hears of each wait past the first second, and
     every :data:`TICK_S` while one try hangs (the failure is then the last one, or
     ``None``: a server silent up to its timeout); ``before_retry()`` runs before each new
     try (a session reset). A Ctrl-C taken (``interrupt``) cuts the wait short: the next
-    try is the last (a measurement the storage then will not take goes to the spill file)."""
-    patience = PATIENCE_S if patience_s is None else patience_s
-    start, delay = time.monotonic(), 0.1
-    with _Ticker(start, on_wait) as ticker:
+    try is the last (a measurement the storage then will not take goes to the spill file).
+    ``since`` (``time.monotonic()``): when the wait began, if
+    before this call (the slow calls just before it: see :data:`SLOW_S`); the patience,
+    the bound and the seconds said count from then."""
+    patience = PATIENCE_S if patience_s is None else min(patience_s, PATIENCE_S)
+    start, delay = time.monotonic() if since is None else since, 0.1
+    before: Exception | None = None  # the last failure that was not a try cut by the bound
+    ends = False
+    with bounded(CALL_LIMIT_S - (time.monotonic() - start)), _Ticker(start, on_wait) as ticker:
         while True:
             try:
                 return action()
             except Exception as exc:
-                waited = time.monotonic() - start
-                stopped = interrupt is not None and interrupt.is_set()
-                if not transient(exc) or waited >= patience or stopped:
+                waited, left = time.monotonic() - start, remaining() or 0.0
+                ends = (
+                    not transient(exc)
+                    or waited >= patience
+                    or left <= 0
+                    or (interrupt is not None and interrupt.is_set())
+                    or bool(give_up and give_up(exc))
+                )
+                if not cut_short(exc):
+                    before = exc
+                if ends and before in (None, exc):
                     raise
-                if give_up is not None and give_up(exc):
-                    raise
-                if waited >= _QUIET_S:
+                if not ends and waited >= _QUIET_S:
                     ticker.tell(waited, exc)
-            pause = min(delay, max(0.0, patience - waited))
+            if ends:
+                assert before is not None
+                raise before
+            pause = min(delay, max(0.0, patience - waited), left)
             if interrupt is None:
                 time.sleep(pause)
             else:
@@ -80,6 +112,45 @@ def retry(
             delay = min(2 * delay, MAX_DELAY_S)
             if before_retry is not None:
                 before_retry()
+
+
+#: When the storage call under way in this context must end (``time.monotonic()``), or
+#: ``None`` outside one. Each thread has its own context, so nothing here is shared: the
+#: drivers' hooks of :mod:`._storage` read the bound of the call their own thread makes.
+_DEADLINE: ContextVar[float | None] = ContextVar("autoplace_storage_deadline", default=None)
+
+
+@contextlib.contextmanager
+def bounded(seconds: float | None = None) -> Iterator[None]:
+    """Within it, the storage calls of this thread end ``seconds`` (default
+    :data:`CALL_LIMIT_S`) from now, or by the bound around it if that comes first: a try
+    the drivers are still making then raises :func:`overdue`'s fault at its next exchange
+    with the server (the drivers' own timeouts are cut to what is left)."""
+    limit = time.monotonic() + (CALL_LIMIT_S if seconds is None else seconds)
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(limit if outer is None else min(outer, limit))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left to the storage call under way in this thread (zero or less: it is
+    overdue), ``None`` outside :func:`bounded`."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def overdue() -> str:
+    """What a driver's hook says when it ends a try past the call's bound: the cause of
+    the one line a user reads (``did not answer for 60 s (<this>)``)."""
+    return f"it answers too slowly: the storage call was still unfinished after {CALL_LIMIT_S:g} s"
+
+
+def cut_short(exc: BaseException) -> bool:
+    """Whether ``exc`` is a try a driver's hook ended past the call's bound."""
+    return any(overdue() in str(c) for c in causes(exc))
 
 
 #: How often a line says that a try still hangs.
@@ -94,7 +165,7 @@ class _Ticker:
         self, start: float, on_wait: Callable[[float, BaseException | None], None] | None
     ) -> None:
         self._start, self._on_wait = start, on_wait
-        self._last = start
+        self._last = time.monotonic()  # a tick after TICK_S of this call
         self._exc: BaseException | None = None
         self._lock, self._done = threading.Lock(), threading.Event()
         self._thread: threading.Thread | None = None

@@ -1,7 +1,8 @@
 """A study file checked before anything is measured, and opened as its use needs: a
-SQLite file or a Journal file refused in one line when it is damaged, cut, read-only or on
-a full disk (rather than in a long traceback mid-run); a reader's connections that cannot
-write; the lock under which a new SQLite file gets its tables."""
+SQLite file refused in one line when it is damaged, read-only or on a full disk, a Journal
+file on a full disk (rather than in a long traceback mid-run; a cut Journal file is mended:
+:mod:`._journal`); a reader's connections that cannot write; the lock under which a new
+SQLite file gets its tables."""
 
 from __future__ import annotations
 
@@ -42,30 +43,6 @@ def check_room(path: Path) -> None:
         probe_room(path.parent)
     except OSError as exc:
         raise fault_error(str(path), exc, str, opened=False, place=str(path)) from None
-
-
-def check_journal(path: Path) -> None:
-    """Refuse a Journal file whose last record is cut or damaged, before anything is
-    appended to it: Optuna would append after the broken line, and then could no longer
-    read the file at all. And one on a full disk."""
-    import json
-
-    check_room(path)
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb") as fh:
-        fh.seek(max(0, path.stat().st_size - 65536))
-        tail = fh.read()
-    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    try:
-        ok = tail.endswith(b"\n") and isinstance(json.loads(last), dict)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise StorageError(
-            f"the study journal {path} ends in a cut or damaged record (a writer killed "
-            "mid-write?): copy it aside, delete its last line, and run again"
-        )
 
 
 def check_sqlite(path: Path, *, reading: bool = False) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -42,13 +43,16 @@ from autoplace.study._faults import (
     fault_error,
     from_storage,
     kind,
+    overdue,
+    remaining,
     retry,
     transient,
     unreachable,
     waiting_line,
 )
-from autoplace.study._files import check_journal, check_sqlite, creating, read_only
+from autoplace.study._files import check_room, check_sqlite, creating, read_only
 from autoplace.study._foreign import refuse_foreign_tables, sqlite_tables
+from autoplace.study._journal import journal_backend
 from autoplace.study._url import file_path, mask_url, normalize_url, scrub
 
 DEFAULT_DB = Path("studies") / "autoplace.db"
@@ -181,8 +185,7 @@ def open_storage(
 
     ``reading``: for a command that only reads; a study file it would have to create (see
     :func:`missing_study_file`) is refused, and a SQLite file is opened read-only."""
-    from optuna.storages import JournalStorage, RDBStorage
-    from optuna.storages.journal import JournalFileBackend
+    from optuna.storages import JournalStorage
 
     url = check_storage_url(url)
     scheme = url.split("://", 1)[0]
@@ -209,22 +212,22 @@ def open_storage(
             assert path is not None
             if not reading:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                check_journal(path)
-            return JournalStorage(JournalFileBackend(str(path)))
+                check_room(path)
+            return JournalStorage(journal_backend(path, say=on_wait, reading=reading))
         if scheme == "redis":
             return opened(lambda: JournalStorage(_redis_backend(url)))
         kwargs = _engine_kwargs(url)
         if path is not None and reading:
             check_sqlite(path, reading=True)
             kwargs = {"creator": read_only(path)}
-            return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
+            return opened(lambda: _rdb_storage(url, kwargs))
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             check_sqlite(path)
             # Workers started together on a new file would each create its tables.
             with creating(path):
-                return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
-        return opened(lambda: RDBStorage(url, engine_kwargs=kwargs))
+                return opened(lambda: _rdb_storage(url, kwargs))
+        return opened(lambda: _rdb_storage(url, kwargs))
     except StorageError:
         raise
     except Exception as exc:
@@ -232,7 +235,7 @@ def open_storage(
         if found is not None:
             why = scrub(cause(exc), url)
             raise StorageError(_nowhere(url, found, why)) from None
-        if kind(exc) == "other" and _misread(exc):
+        if kind(exc) == "other" and path is None and _misread(exc):
             raise StorageError(
                 f"cannot read the storage URL {shown} ({scrub(str(exc).splitlines()[0], url)}): "
                 "percent-encode special characters in the password (/ as %2F, @ as %40, "
@@ -243,6 +246,25 @@ def open_storage(
         raise fault_error(
             shown, exc, lambda text: scrub(text, url), opened=False, waited_s=waited, place=place
         ) from None
+
+
+def _rdb_storage(url: str, engine_kwargs: dict[str, Any]) -> Any:
+    """Optuna's RDB storage on ``url``; when it cannot be made (a fault, or the call's
+    bound, midway through its first statements), its engine's connections closed rather
+    than left to the garbage collector."""
+    from optuna.storages import RDBStorage
+
+    class Storage(RDBStorage):
+        def __init__(self) -> None:
+            try:
+                super().__init__(url, engine_kwargs=engine_kwargs)
+            except BaseException:
+                engine = self.__dict__.get("engine")
+                if engine is not None:
+                    engine.dispose()
+                raise
+
+    return Storage()
 
 
 def _nowhere(url: str, found: Unreachable, why: str) -> str:
@@ -346,32 +368,52 @@ def _misread(exc: BaseException) -> bool:
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:
-    """How SQLAlchemy connects: a pinged pool, and timeouts so that a silent server is a
-    fault (PyMySQL has socket timeouts; psycopg's connections get one per wait)."""
+    """How SQLAlchemy connects: a pinged pool, and connections that give up on a server
+    silent for :data:`STATEMENT_TIMEOUT_S`, or still answering when the storage call's
+    bound has passed (:func:`~autoplace.study._faults.remaining`)."""
     scheme = url.split("://", 1)[0]
     if scheme.startswith("mysql"):
-        timeouts = {"read_timeout": STATEMENT_TIMEOUT_S, "write_timeout": STATEMENT_TIMEOUT_S}
-        connect = {"connect_timeout": CONNECT_TIMEOUT_S, **timeouts}
-        return {"pool_pre_ping": True, "connect_args": connect}
+        return {"pool_pre_ping": True, "creator": _mysql_creator(url)}
     if scheme.startswith("postgresql"):
         return {"pool_pre_ping": True, "creator": _postgres_creator(url)}
     return {}
 
 
-def _postgres_creator(url: str) -> Callable[[], Any]:
-    """Connections to PostgreSQL that give up on a server silent for
-    :data:`STATEMENT_TIMEOUT_S` (libpq has no such timeout of its own; TCP keepalives do
-    not see a server whose host still acknowledges packets)."""
-    import psycopg
+def _connect_args(url: str) -> tuple[Any, dict[str, Any]]:
+    """What SQLAlchemy's dialect for ``url`` would pass its driver's ``connect``."""
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
     cargs, cparams = parsed.get_dialect()().create_connect_args(parsed)
+    return cargs, cparams
+
+
+def _limit(timeout: float) -> tuple[float, bool]:
+    """How long the next exchange with a server may wait: ``timeout``, or what is left of
+    the storage call if less; and whether that bound is the call's (then ``<= 0``: it has
+    passed)."""
+    left = remaining()
+    if left is not None and left < timeout:
+        return left, True
+    return timeout, False
+
+
+def _postgres_creator(url: str) -> Callable[[], Any]:
+    """Connections to PostgreSQL that give up on a server silent for
+    :data:`STATEMENT_TIMEOUT_S` (libpq has no such timeout of its own; TCP keepalives do
+    not see a server whose host still acknowledges packets), and on one still answering
+    when the storage call's bound has passed."""
+    import psycopg
+
+    cargs, cparams = _connect_args(url)
     cparams.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
 
     class TimedConnection(psycopg.Connection):
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
-            limit = STATEMENT_TIMEOUT_S if timeout is None else timeout
+            limit, bound = _limit(STATEMENT_TIMEOUT_S if timeout is None else timeout)
+            if limit <= 0:
+                self.pgconn.finish()  # mid-call: unusable; SQLAlchemy sees it closed
+                raise psycopg.OperationalError(overdue())
             start = time.monotonic()
             try:
                 return super().wait(gen, interval, limit)
@@ -379,17 +421,56 @@ def _postgres_creator(url: str) -> Callable[[], Any]:
                 if time.monotonic() - start < limit:
                     raise
                 self.pgconn.finish()  # mid-statement: unusable; SQLAlchemy sees it closed
-                raise psycopg.OperationalError(
-                    f"the server did not answer for {limit:g} s"
-                ) from exc
+                why = overdue() if bound else f"the server did not answer for {limit:g} s"
+                raise psycopg.OperationalError(why) from exc
 
-    return lambda: TimedConnection.connect(*cargs, **cparams)
+    def connect() -> Any:
+        # libpq's connect timeout: whole seconds, 2 at least
+        limit, bound = _limit(cparams.get("connect_timeout", CONNECT_TIMEOUT_S))
+        if bound and limit <= 0:
+            raise psycopg.OperationalError(overdue())
+        timeout = max(2, math.ceil(limit)) if bound else cparams.get("connect_timeout")
+        return TimedConnection.connect(*cargs, **{**cparams, "connect_timeout": timeout})
+
+    return connect
+
+
+def _mysql_creator(url: str) -> Callable[[], Any]:
+    """Connections to MySQL through PyMySQL: its connect, read and write timeouts, each
+    read cut to what is left of the storage call, and none begun once it has passed."""
+    import pymysql
+    from pymysql.connections import MysqlPacket
+    from pymysql.constants import CR
+
+    cargs, cparams = _connect_args(url)
+    cparams.update(
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=STATEMENT_TIMEOUT_S,
+        write_timeout=STATEMENT_TIMEOUT_S,
+    )
+
+    class TimedConnection(pymysql.connections.Connection):  # type: ignore[misc]
+        def _read_packet(self, packet_type: Any = MysqlPacket) -> Any:
+            self._read_timeout, bound = _limit(STATEMENT_TIMEOUT_S)
+            if self._read_timeout <= 0:
+                self._force_close()
+                raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, overdue())
+            try:
+                return super()._read_packet(packet_type)
+            except pymysql.err.OperationalError as exc:
+                if bound and (remaining() or 0.0) <= 0:
+                    self._force_close()
+                    raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, overdue()) from exc
+                raise
+
+    return lambda: TimedConnection(*cargs, **cparams)
 
 
 def _redis_backend(url: str) -> Any:
     """Optuna's Journal backend on Redis, its client with timeouts and without retries of
     its own (:mod:`._faults` retries every storage alike; a client retrying an append whose
-    reply was lost would append it twice)."""
+    reply was lost would append it twice), its reads cut to what is left of the storage
+    call, and no command sent once it has passed."""
     import redis
     from optuna.storages.journal import JournalRedisBackend
     from redis.backoff import NoBackoff
@@ -399,10 +480,46 @@ def _redis_backend(url: str) -> Any:
         warnings.simplefilter("ignore")
         backend = JournalRedisBackend(url)
     backend._redis.close()
-    backend._redis = redis.Redis.from_url(
+    client = redis.Redis.from_url(
         url,
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         socket_timeout=STATEMENT_TIMEOUT_S,
         retry=Retry(NoBackoff(), 0),
     )
+    pool = client.connection_pool
+    pool.connection_class = _timed_redis(pool.connection_class)  # before any connects
+    backend._redis = client
     return backend
+
+
+def _timed_redis(base: type) -> type:
+    """``base``, redis-py's connection class for the URL (TCP, TLS or a socket), whose
+    commands end once the storage call's bound has passed."""
+    import redis.exceptions
+
+    class TimedConnection(base):  # type: ignore[valid-type,misc]
+        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            if _limit(STATEMENT_TIMEOUT_S)[0] <= 0:
+                self.disconnect()
+                raise redis.exceptions.TimeoutError(overdue())
+            super().send_packed_command(command, check_health)
+
+        def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            limit, bound = _limit(STATEMENT_TIMEOUT_S)
+            if limit <= 0:
+                self.disconnect()
+                raise redis.exceptions.TimeoutError(overdue())
+            if bound and self._sock is not None:
+                self._sock.settimeout(limit)
+            try:
+                return super().read_response(*args, **kwargs)
+            except redis.exceptions.TimeoutError as exc:
+                if bound:
+                    self.disconnect()
+                    raise redis.exceptions.TimeoutError(overdue()) from exc
+                raise
+            finally:
+                if bound and self._sock is not None:
+                    self._sock.settimeout(self.socket_timeout)
+
+    return TimedConnection

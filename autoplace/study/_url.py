@@ -78,10 +78,15 @@ def mask_url(url: str) -> str:
 
 def storage_key(url: str) -> str:
     """The storage's identity, whoever reads it: its URL with no user info at all (two
-    users of one server share its studies)."""
+    users of one server share its studies); for a SQLite or Journal file, the file it
+    names, resolved (``journal:///x`` and ``journal:////x`` are one storage, and so are a
+    relative path and the absolute one it names)."""
     url = normalize_url(url)
     if "://" not in url:
         return url
+    path = file_path(url)
+    if path is not None:
+        return f"{url.split('://', 1)[0]}:///{path.resolve()}"
     parts = _parse(url)
     return f"{parts.scheme}://{parts.kept.partition('?')[0]}"
 

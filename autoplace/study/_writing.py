@@ -347,7 +347,12 @@ class StudyWriter:
         key = storage_key(self._access.url)
 
         def mine(record: dict[str, Any]) -> bool:
-            return record.get("study") == self._reader.name and record.get("storage") == key
+            stored = record.get("storage")  # an older autoplace kept the URL as typed
+            return (
+                record.get("study") == self._reader.name
+                and isinstance(stored, str)
+                and storage_key(stored) == key
+            )
 
         def store(record: dict[str, Any]) -> None:
             trial_id = int(record["trial_id"])

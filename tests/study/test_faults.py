@@ -198,6 +198,136 @@ def test_a_silent_server_is_a_fault_not_a_hang(server, study_name, tmp_path, mon
 
 
 @pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_a_server_answering_too_slowly_ends_as_a_silent_one_and_the_resume_stores_all(
+    server, study_name, tmp_path, monkeypatch
+):
+    # Every exchange is answered, each late: each passes the drivers' timeouts, so only
+    # the bound on a storage call as a whole ends it, in the line a silent server gets
+    # (before, one call went on for minutes: 244 s at 2 s a chunk). The test waits far
+    # longer than the bound before it gives the server its speed back; then a tune still
+    # running would end without an error, and fail here.
+    monkeypatch.setattr(faults, "CALL_LIMIT_S", 3.0)
+    backend = Faulty(lambda: server.proxy.set_mode("delay", 0.5))
+    error = raised_unless_hung(server, lambda: tune(server.url, study_name, backend, tmp_path))
+    message = str(error)
+    assert isinstance(error, StorageFaultError) and "\n" not in message, message
+    assert "did not answer for " in message and "answers too slowly" in message, message
+    spill = tmp_path / "autoplace.unstored.json"
+    assert f"measurement(s) are kept in {spill}" in message
+    monkeypatch.undo()
+    again = SyntheticBackend()
+    result = tune(server.url, study_name, again, tmp_path)
+    fresh, _ = split(again, {r.config for r in backend.measured})
+    assert set(fresh) == set(result.space.configs()) - {r.config for r in backend.measured}
+    assert not spill.exists()
+    assert_whole(server.direct, study_name, result.space.configs())
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
+def test_each_driver_ends_a_try_once_the_calls_bound_has_passed(storage_url):
+    # The hooks of every server's driver, with no proxy in between: a call whose bound
+    # has passed is ended at its next exchange, as a fault that passes, in our words; the
+    # storage is used again afterwards.
+    with storage_at(storage_url) as storage:
+        with pytest.raises(Exception) as info, faults.bounded(0.0):
+            storage.get_all_studies()
+        assert kind(info.value) == "away" and faults.cause(info.value) == faults.overdue()
+        assert isinstance(storage.get_all_studies(), list)
+
+
+def test_a_storage_call_is_bounded_as_a_whole():
+    seen: list[float | None] = []
+
+    def action() -> None:
+        seen.append(faults.remaining())
+
+    faults.retry(action)
+    faults.retry(action, patience_s=0.0)  # tried once, and bounded all the same
+    assert faults.remaining() is None  # outside a call
+    assert all(left is not None and 0 < left <= faults.CALL_LIMIT_S for left in seen), seen
+    with faults.bounded(5.0):
+        faults.retry(action)  # the bound around it comes first
+    assert seen[-1] is not None and seen[-1] <= 5.0
+
+
+def test_a_try_the_bound_cut_short_reports_the_failure_before_it(monkeypatch):
+    # A server refusing until the bound passes: the last try, cut by the bound before it
+    # was answered, is not the cause; the refusal is (and with no failure before, the cut).
+    failures = [ConnectionRefusedError(111, "Connection refused"), TimeoutError(faults.overdue())]
+    left = [5.0, -0.1]  # what the bound leaves when each failure is met: the second, past it
+    monkeypatch.setattr(faults, "remaining", lambda: left.pop(0))
+
+    def action() -> None:
+        raise failures.pop(0)
+
+    with pytest.raises(ConnectionRefusedError):
+        faults.retry(action)
+    assert failures == [] and left == []
+    left.append(-0.1)
+    with pytest.raises(TimeoutError, match="answers too slowly"):
+        faults.retry(lambda: (_ for _ in ()).throw(TimeoutError(faults.overdue())))
+
+
+class _Clock:
+    """``time.monotonic`` of a test: it moves only when a storage call takes its time."""
+
+    def __init__(self, monkeypatch) -> None:
+        import time
+
+        self.now = 1000.0
+        monkeypatch.setattr(time, "monotonic", lambda: self.now)
+
+    def call(self, seconds: float, seen: list):
+        """A storage call answered ``seconds`` late, ended as the drivers' hooks end one
+        still under way when the call's bound passes; ``seen``: what each had left."""
+
+        def action() -> str:
+            left = faults.remaining()
+            seen.append(left)
+            self.now += min(seconds, left)
+            if seconds >= left:  # cut where the bound passes, as the hooks cut it
+                raise TimeoutError(faults.overdue())
+            return "answered"
+
+        return action
+
+
+def test_slow_calls_one_after_another_share_the_minute_a_quick_one_ends_it(monkeypatch):
+    # A storage answering every call, each 20 s late: alone, each is within the minute;
+    # one after another they are one wait, and the run ends as a silent server's would,
+    # 60 s after the slowness began, not after as many minutes as there are calls.
+    from autoplace.study._access import Access
+
+    clock, seen = _Clock(monkeypatch), []
+    access = Access(object(), "postgresql://db:5432/studies", None)
+    access.opened = True
+    assert access.do(clock.call(20, seen)) == access.do(clock.call(20, seen)) == "answered"
+    assert access.do(clock.call(0.01, seen)) == "answered"  # a quick one: the wait is over
+    access.do(clock.call(30, seen))
+    access.do(clock.call(20, seen))
+    with pytest.raises(StorageFaultError) as info:
+        access.do(clock.call(20, seen))
+    assert seen == [60, 40, 20, 60, 30, 10]
+    message = str(info.value)
+    assert "did not answer for 60 s (it answers too slowly" in message, message
+    with pytest.raises(StorageFaultError):  # the run is ending: the next is not tried
+        access.do(clock.call(0.01, seen))
+    assert len(seen) == 6
+
+
+def test_a_call_past_its_bound_is_not_tried_again():
+    tries: list[int] = []
+
+    def action() -> None:
+        tries.append(1)
+        raise ConnectionResetError(104, "Connection reset by peer")  # a fault that passes
+
+    with pytest.raises(ConnectionResetError), faults.bounded(0.0):
+        faults.retry(action)
+    assert len(tries) == 1
+
+
+@pytest.mark.parametrize("storage_url", SERVER_KINDS, indirect=True)
 def test_dropped_connections_and_slow_packets_do_not_stop_a_tune(server, study_name, tmp_path):
     def fault() -> None:
         server.proxy.drop()

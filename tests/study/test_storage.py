@@ -279,21 +279,6 @@ def test_three_workers_split_the_search_and_agree(storage_url, study_name, tmp_p
     assert len(picks) == 1  # every worker writes the same placement
 
 
-def test_a_journal_with_a_cut_last_record_is_refused_before_anything_is_appended(tmp_path):
-    url = f"journal:///{tmp_path / 'studies.log'}"
-    tune(url, "cut", SyntheticBackend(), tmp_path, trials=2)
-    journal = tmp_path / "studies.log"
-    whole = journal.read_bytes()
-    journal.write_bytes(whole[:-7])  # a writer killed mid-record
-    before = journal.read_bytes()
-    with pytest.raises(StorageError, match="cut or damaged") as info:
-        tune(url, "cut", SyntheticBackend(), tmp_path, trials=2)
-    assert journal.read_bytes() == before  # nothing appended
-    assert "\n" not in str(info.value)
-    journal.write_bytes(whole)  # the fix it names: the intact records are read as before
-    assert optuna.load_study(study_name="cut", storage=open_storage(url)).trials
-
-
 class _LocksTheDatabase(SyntheticBackend):
     """Another process takes the SQLite file's lock while the second group is measured,
     and holds it for ``hold_s`` seconds."""

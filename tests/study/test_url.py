@@ -95,6 +95,20 @@ def test_urls_people_type_are_normalised(tmp_path):
     assert normalize_url(str(tmp_path / "s.log")).startswith("journal:////")
 
 
+def test_a_file_storage_is_the_file_it_names_however_its_path_is_spelled(tmp_path, monkeypatch):
+    # three slashes or four, a bare path, a relative one: one file, one storage (the spill
+    # file of a run is taken by the next, however its --storage is spelled)
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "s.log"
+    keys = {
+        storage_key(url) for url in (f"journal:///{log}", f"journal:////{log}", str(log), "s.log")
+    }
+    assert keys == {f"journal:///{log}"}
+    db = tmp_path / "s.db"
+    assert storage_key("sqlite:///s.db") == storage_key(f"sqlite:///{db}") == f"sqlite:///{db}"
+    assert storage_key(f"sqlite:///{tmp_path / 'other.db'}") != storage_key("sqlite:///s.db")
+
+
 # -- end to end: nothing a tune writes, stores or prints holds the password ------------------
 
 CHARS = [pytest.param(c, id=f"U+{ord(c):04X}") for c in SPECIAL]
