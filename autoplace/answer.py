@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from autoplace.devices import device_names
+
 #: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
 #: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
 #: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
@@ -74,10 +76,12 @@ class Question:
         return out
 
     def holds(self, c: Candidate) -> bool:
-        """Whether the configuration ``c`` is one this question asks about."""
+        """Whether the configuration ``c`` is one this question asks about (its batch
+        sizes are each device's, as the search's are)."""
+        share = c.batch_size // len(device_names(c.device))  # each device's batch
         return (
             c.device in self.devices
-            and c.batch_size in self.batch_sizes
+            and share in self.batch_sizes
             and c.precision in self.precisions
             and (None in self.widths or c.width in self.widths)
         )

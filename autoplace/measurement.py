@@ -101,7 +101,9 @@ class Measurement:
     ``compile_cached``: this worker's own executable reused, ``compile_cache``: JAX's
     persistent cache ``off``, ``miss`` or ``hit``), ``first_call_s`` (the first execution,
     the batch on the device). The program: ``flops`` and ``bytes_accessed`` a step (XLA's
-    cost analysis; ``None`` for a fused call, whose loop body it counts once),
+    cost analysis, all the devices' together; ``None`` for a fused call, whose loop body
+    it counts once), ``reduced_bytes`` (on several devices, the bytes each all-reduces a
+    step: a training step's gradients),
     ``predicted_bytes`` (XLA's memory analysis), ``peak_bytes`` (measured where the
     device says, else predicted: ``peak_bytes_source``), ``compute_dtypes`` (of its dots
     and convolutions), ``finite``, ``deviation_vs_float32`` (relative L2 of the first
@@ -135,6 +137,7 @@ class Measurement:
     first_call_s: float | None = None
     flops: float | None = None
     bytes_accessed: float | None = None
+    reduced_bytes: int | None = None
     predicted_bytes: int | None = None
     peak_bytes: int | None = None
     peak_bytes_source: Literal["measured", "predicted"] | None = None

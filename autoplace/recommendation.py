@@ -21,11 +21,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-SCHEMA_VERSION = 3
-#: Versions this autoplace reads: version 2 is version 3 with ``runner_up`` and
+SCHEMA_VERSION = 4
+#: Versions this autoplace reads: version 3 is version 4 without ``devices``, ``mesh`` and
+#: ``per_device_batch_size`` beside each configuration (one device: ``device`` alone, the
+#: batch its own) and ``reduced_bytes`` in its figures; version 2 is version 3 with
+#: ``runner_up`` and
 #: ``within_noise`` for ``closest`` and ``equivalent``, and without ``[machine]`` and
 #: ``[[findings]]``; version 1 is version 2 without ``[explanation]``.
-READABLE = (1, 2, 3)
+READABLE = (1, 2, 3, 4)
 
 #: Sections every file has.
 REQUIRED = ("schema_version", "created", "recommendation", "objective", "workload", "study")

@@ -12,6 +12,15 @@ floor of 41.6 µs, a put of a pageable host batch costing about 250 µs plus its
 about 9 GB/s, a step with the batch on the device of 50 µs plus a little per sample, a
 prefetched step in between, compiles that slow down side by side, and the device's
 start-up once a process. :func:`synthetic_limits` gives that machine's measured limits.
+
+Several GPUs used together (``gpu:0-3``) split the batch: each runs the step on its share,
+then the gradients are all-reduced over NVLink, shaped by published figures: NCCL's
+``all_reduce_perf`` on 8 H100 SXM5 (NVLink 4, NVSwitch) reaches a bus bandwidth of
+460-480 GB/s at large sizes (the NCCL-tests reference table of docs.alayanew.com's
+"NCCL-tests in practice", 2026-05-06; bus bandwidth as NVIDIA/nccl-tests' PERFORMANCE.md
+defines it: the bytes times ``2(n-1)/n`` over the time). Its latency at small sizes,
+:data:`REDUCE_LATENCY`, is assumed, not from that source. The host's put of the whole
+batch is not split: one process stages every shard.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ import math
 import statistics
 from collections.abc import Callable
 
-from autoplace import BadInputError, Config, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+from autoplace import Config, DeviceInfo, Measurement, MeasureRequest, WorkloadInfo
+from autoplace.devices import check_device
 from autoplace.limits import DeviceLimits, Figure, MachineLimits
 from autoplace.measurement import LoopFigures, MachineFigures
 
@@ -56,20 +66,38 @@ GPU_COMPILE = 1.0
 SIDE_BY_SIDE = 10.0
 #: A process's first use of the GPU (context, handles, the autotuner's start).
 GPU_INIT = 0.32
+#: All-reduce over NVLink: bus bandwidth (see the module docstring) and a latency a call.
+REDUCE_BANDWIDTH = 470e9
+REDUCE_LATENCY = 20e-6
+#: The gradients a training step reduces, float32: the README MLP's 118k parameters.
+GRAD_BYTES = 472_000
+
+
+def reduce_s(devices: int, precision: str) -> float:
+    """Seconds of one all-reduce of the gradients over ``devices`` GPUs (0 for one)."""
+    if devices == 1:
+        return 0.0
+    size = GRAD_BYTES * (1.0 if precision == "float32" else 0.5)
+    return REDUCE_LATENCY + size * 2 * (devices - 1) / devices / REDUCE_BANDWIDTH
 
 
 def gpu_times(
-    batch: int, precision: str, steps_per_call: int = 1, sample_bytes: int = SAMPLE_BYTES
+    batch: int,
+    precision: str,
+    steps_per_call: int = 1,
+    sample_bytes: int = SAMPLE_BYTES,
+    devices: int = 1,
 ) -> dict[str, float]:
     """Seconds per step on the synthetic GPU: ``step`` (the batch on the device), ``put``
     (one batch's put, alone), ``fed`` (put, then step: the put's copy is waited for),
     ``prefetch`` (``PREFETCH_DEPTH`` puts in flight on a thread: the step waits for the
     longer of itself and its share of the puts, which share the copy engine, plus a tenth
     of a step handing the batch over), and ``bytes`` (one step's batch). A call of
-    ``steps_per_call`` steps pays the fixed parts once."""
+    ``steps_per_call`` steps pays the fixed parts once. On several ``devices``, each steps
+    through its share of ``batch``, then the gradients are reduced (:func:`reduce_s`)."""
     k = steps_per_call
     size = sample_bytes * (1.0 if precision == "float32" else 0.5) * batch
-    step = GPU_STEP / k + GPU_PER_SAMPLE[precision] * batch
+    step = GPU_STEP / k + GPU_PER_SAMPLE[precision] * batch / devices + reduce_s(devices, precision)
     put = PUT_FIXED / k + size / PUT_BANDWIDTH
     return {
         "step": step,
@@ -91,6 +119,7 @@ def synthetic_limits() -> MachineLimits:
 
     gpu = device("gpu:0", GPU_KIND, {"float32": 442.6e12, "bfloat16": 829.6e12,
                  "float16": 778.1e12}, 8192, 3259e9, 32.7e9, GPU_FLOOR)  # fmt: skip
+    gpu = dataclasses.replace(gpu, all_reduce=Figure.of([REDUCE_BANDWIDTH]), all_reduce_devices=8)
     cpu = device("cpu:0", "cpu", {"float32": 1.106e12, "bfloat16": 2.392e12,
                  "float16": 0.953e12}, 1024, 167.2e9, 1.445e9, 5.6e-6)  # fmt: skip
     return MachineLimits((gpu, cpu), {}, "2026-11-26T07:28:56+00:00")
@@ -211,9 +240,7 @@ class SyntheticBackend:
             self._interrupt_at = None
             raise KeyboardInterrupt
         c = request.config
-        names = [d.name for d in self._devices]
-        if c.device not in names:
-            raise BadInputError(f"unknown device {c.device!r}: this machine has {', '.join(names)}")
+        check_device(self._devices, c.device)
         self.measured.append(request)
         base = dict(config=c, workload=request.workload, device_kind="cpu")
         failure = self._fail(request) if self._fail else None
@@ -264,7 +291,8 @@ class SyntheticBackend:
         """A GPU configuration's figures (:func:`gpu_times`, times ``factor``: the jitter,
         slowdown and drift the CPU's get); ``first``: the process's first on the GPU."""
         c, settings = request.config, request.settings
-        times = gpu_times(c.batch_size, c.precision, request.steps_per_call, self.sample_bytes)
+        times = gpu_times(c.batch_size, c.precision, request.steps_per_call, self.sample_bytes,
+                          c.device_count)  # fmt: skip
         step, put, fed, prefetch = (times[x] * factor for x in ("step", "put", "fed", "prefetch"))
         chunks = 5 if settings.time_cap_s > 0 else 1
         timed = settings.prefetch_time_cap_s > 0
@@ -284,8 +312,11 @@ class SyntheticBackend:
             transfer_s=put,
             batch_bytes=round(times["bytes"]),
             predicted_bytes=peak,
-            peak_bytes=peak,
+            peak_bytes=peak // c.device_count,
             peak_bytes_source="measured",
+            reduced_bytes=round(GRAD_BYTES * (1 if c.precision == "float32" else 0.5))
+            if c.device_count > 1
+            else None,
             steps_per_call=request.steps_per_call,
             finite=True,
             deviation_vs_float32=self._deviation_of(request),

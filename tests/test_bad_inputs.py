@@ -28,7 +28,7 @@ _NOT_RECOMMENDATIONS = {
                  "[project]", "with no schema_version", "autoplace tune MODEL_FILE --out"]),
     "string version": (b'schema_version = "3"\n',
                        ['has schema_version = "3", a string, where it is an integer '
-                        "(schema_version = 3)", "run `autoplace tune` again"]),
+                        "(schema_version = 4)", "run `autoplace tune` again"]),
     "float version": (b"schema_version = 3.0\n",
                       ["schema_version = 3.0, a float, where it is an integer"]),
     "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from autoplace import PRECISIONS, AutoplaceError, BadInputError, Config
-from autoplace.config import check_batch_size, parse_device, parse_precision
+from autoplace.config import check_batch_size, config_at, parse_device, parse_precision
 from autoplace.errors import ConfigFileError, ModelFileError, StorageError, WorkerError
 
 
@@ -134,3 +134,27 @@ def test_bad_input_exits_with_code_2_and_other_errors_with_1() -> None:
     assert WorkerError("x").exit_code == 1
     assert AutoplaceError("x").exit_code == 1
     assert not issubclass(WorkerError, BadInputError)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("gpu:0-3", "gpu:0-3"), ("cuda:2-3", "gpu:2-3"), ("cpu:1-1", "cpu:1"), ("CPU:0-7", "cpu:0-7")],
+)
+def test_several_devices_are_named_by_their_first_and_last(text: str, expected: str) -> None:
+    assert parse_device(text) == expected
+
+
+@pytest.mark.parametrize("text", ["gpu:3-1", "gpu:0-", "gpu-3", "gpu:0-a"])
+def test_a_bad_group_says_how_to_write_one(text: str) -> None:
+    with pytest.raises(BadInputError, match=r"PLATFORM:FIRST-LAST, e\.g\. cpu, gpu:0, gpu:0-3"):
+        parse_device(text)
+
+
+def test_several_devices_split_the_global_batch() -> None:
+    c = Config("gpu:0-3", 512, "bf16")
+    assert (c.device_count, c.per_device_batch, c.arm) == (4, 128, ("gpu:0-3", "bfloat16", None))
+    assert c.label() == "gpu:0-3 batch=512 (128 a device) bfloat16"
+    assert Config("gpu:0", 512).device_count == 1 and Config("gpu:0", 512).per_device_batch == 512
+    assert config_at(("gpu:0-3", "float32", 8), 32) == Config("gpu:0-3", 128, "float32", 8)
+    with pytest.raises(BadInputError, match="batch size 6 does not split across the 4 devices"):
+        Config("gpu:0-3", 6)

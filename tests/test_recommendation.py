@@ -35,7 +35,7 @@ def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path):
     target.write_text("old")
     rec.write(target, document())
     assert [p.name for p in tmp_path.iterdir()] == ["autoplace.toml"]
-    assert rec.read(target)["schema_version"] == rec.SCHEMA_VERSION == 3
+    assert rec.read(target)["schema_version"] == rec.SCHEMA_VERSION == 4
 
 
 def test_a_version_1_file_is_still_read(tmp_path):

@@ -11,11 +11,13 @@ from synthetic import (
     PUT_FIXED,
     SIDE_BY_SIDE,
     SyntheticBackend,
+    gpu_times,
     synthetic_limits,
 )
 
 import autoplace
 from autoplace import Config, MeasureRequest, MeasureSettings
+from autoplace.config import config_at
 
 
 def request(device="gpu:0", batch=4096, precision="float32", **settings):
@@ -91,3 +93,38 @@ def test_a_tune_on_it_names_the_put_as_the_fixed_cost(tmp_path):
     assert "(putting the batch on the device:" in said and "dispatch" not in said
     doc = autoplace.recommendation.read(result.out)
     assert doc["explanation"]["fixed_cost"]["cause"] == "put"
+
+
+EIGHT = tuple(f"gpu:{i}" for i in range(8))
+
+
+def test_on_eight_gpus_the_search_tries_each_count_and_the_answer_carries_its_split(tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text("# synthetic\n")
+    result = autoplace.tune(
+        model,
+        precisions=("float32",),
+        batch_sizes=(256, 1024, 4096),
+        storage=f"journal:///{tmp_path / 's.log'}",
+        out=tmp_path / "autoplace.toml",
+        backend=SyntheticBackend(devices=EIGHT),
+    )
+    measured = {c.device for c in result.standing.figures}
+    assert measured == {"gpu:0", "gpu:0-1", "gpu:0-3", "gpu:0-7"}
+    # The search's pick is the one an exhaustive look at the formula makes: fed from one
+    # host, the put of the whole batch grows with the count, the steps shrink, and more
+    # devices win only by what the put leaves.
+    space = [config_at((d, "float32", 64), b) for d in measured for b in (256, 1024, 4096)]
+    fed = {c: gpu_times(c.batch_size, "float32", devices=c.device_count)["fed"] for c in space}
+    truth = max(fed, key=lambda c: c.batch_size / fed[c])
+    best = result.best.config
+    assert best.batch_size / fed[best] >= 0.97 * truth.batch_size / fed[truth]
+    s = result.explanation.scaling
+    assert [c.count for c in s.counts] == [1, 2, 4, 8] and s.cause == "put"
+    doc = autoplace.recommendation.read(result.out)
+    rec = doc["recommendation"]
+    assert rec["devices"] == [f"gpu:{i}" for i in range(best.device_count)]
+    assert rec["mesh"] == {"batch": best.device_count}
+    assert rec["per_device_batch_size"] * best.device_count == rec["batch_size"]
+    assert doc["explanation"]["scaling"]["cause"] == "put"
+    assert doc["schema_version"] == 4

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 
 from autoplace.config import Config
 from autoplace.costs import Arm, ArmModel, arm_models, device_starts
+from autoplace.devices import device_names
 from autoplace.explaining._crossing import against_figures, crossover
+from autoplace.explaining._devices import scaling
 from autoplace.explaining._emulated import emulated
 from autoplace.explaining._feeding import feeding
 from autoplace.explaining._fixed_cost import fixed_cost
@@ -72,7 +74,7 @@ def explain_figures(
     transfer = feeding(winner)
     slow = tuple(emulated(ok, models.values(), limits, rates))
     cause = fixed_cost(mine, loop, limits.of(winner.device) if limits is not None else None)
-    limit = (device_memory or {}).get(winner.device)
+    limit = (device_memory or {}).get(device_names(winner.device)[0])
     memory = memory_limit_batch(mine, limit, margin)
     undetermined = tuple(
         f"{m.label}: one batch size ran ({m.measured[0]}); a line needs two "
@@ -94,6 +96,7 @@ def explain_figures(
         memory=memory,
         undetermined=undetermined,
         rooflines=_rooflines([winner, *others], models, limits),
+        scaling=scaling(ok, winner, models, loop, limits, rates),
     )
     causes = None if busy else (noise or 0.0)
     sentences = explanation_sentences(explanation, winner, causes, ok)

@@ -33,6 +33,8 @@ def explanation_sentences(
         mine = {c.batch_size: m for c, m in (figures or {}).items()
                 if (c.device, c.precision, c.width) == arm}  # fmt: skip
         out.append(_scaling(model.label, line, winner.batch_size, causes, mine, e.fixed_cost))
+    if e.scaling is not None:
+        out.append(e.scaling.sentence())
     if e.rooflines:
         out.append(e.rooflines[0].sentence(winner.device.split(":")[0]))
     if e.transfer and e.transfer.notable:

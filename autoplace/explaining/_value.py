@@ -9,6 +9,7 @@ from typing import Any
 
 from autoplace.costs import Arm, ArmModel
 from autoplace.explaining._crossing import Crossover
+from autoplace.explaining._devices import Scaling
 from autoplace.explaining._emulated import Emulated
 from autoplace.explaining._feeding import Feeding
 from autoplace.explaining._fixed_cost import FixedCost
@@ -57,6 +58,8 @@ class Explanation:
     #: The verdict's findings (``autoplace.findings``), as the file's ``[[findings]]``
     #: holds them: the file keeps them beside the explanation, not in it.
     findings: tuple[Mapping[str, Any], ...] = ()
+    #: How the pick's kind scales over the device counts measured (``None``: one count).
+    scaling: Scaling | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The recommendation file's ``[explanation]`` section."""
@@ -74,4 +77,5 @@ class Explanation:
             "emulated": [e.as_dict() for e in self.emulated],
             "memory": dict(self.memory) if self.memory else None,
             "roofline": [r.as_dict() for r in self.rooflines],
+            "scaling": self.scaling.as_dict() if self.scaling else None,
         }

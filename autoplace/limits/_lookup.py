@@ -153,4 +153,6 @@ def _device(raw: Mapping[str, Any]) -> DeviceLimits:
         memory_bandwidth=Figure.of(raw["memory_bandwidth"]),
         host_to_device=Figure.of(raw["host_to_device"]),
         dispatch_floor=Figure.of(raw["dispatch_floor"]),
+        all_reduce=Figure.of(raw["all_reduce"]) if raw.get("all_reduce") else None,
+        all_reduce_devices=raw.get("all_reduce_devices"),
     )

@@ -12,7 +12,10 @@ slowest and the fastest window as its spread.
   fresh memory mapped each call), 128 MiB read and written a call (larger than any
   cache);
 * host-to-device: ``device_put`` of a 64 MiB host array, waited on;
-* dispatch floor: ``x + 1`` of one float32, each call's output the next one's input.
+* dispatch floor: ``x + 1`` of one float32, each call's output the next one's input;
+* all-reduce, where a kind has several devices: the sum over all of them of a 64 MiB
+  float32 array each holds, left on every device (the reduction of a data-parallel step's
+  gradients), as bus bandwidth: ``2(n-1)/n`` of the bytes over the time.
 """
 
 from __future__ import annotations
@@ -100,6 +103,21 @@ def device_limits(device: Any, seconds: float, windows: int) -> dict[str, Any]:
     }
 
 
+def all_reduce(devices: list[Any], seconds: float, windows: int) -> list[float]:
+    """Bus bandwidth, bytes/s, of all-reducing a 64 MiB float32 array over ``devices``."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    n = len(devices)
+    mesh = jax.make_mesh((n,), ("d",), devices=devices)
+    x = jax.device_put(jnp.ones((n, COPY_ELEMENTS), jnp.float32),
+                       NamedSharding(mesh, PartitionSpec("d")))  # fmt: skip
+    total = jax.jit(lambda x: x.sum(0), out_shardings=NamedSharding(mesh, PartitionSpec()))
+    per_call = _windows(lambda: total(x), jax.block_until_ready, seconds, windows)
+    return [COPY_ELEMENTS * 4 * 2 * (n - 1) / n / s for s in per_call]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=0.25)
@@ -107,10 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import jax
 
-    devices = list(jax.devices())
-    if devices[0].platform != "cpu":
-        devices.append(jax.devices("cpu")[0])
+    every = list(jax.devices())
+    if every[0].platform != "cpu":
+        every.append(jax.devices("cpu")[0])
+    # One device of each kind: identical devices have identical limits.
+    devices = list({(d.platform, d.device_kind): d for d in reversed(every)}.values())[::-1]
     found = [device_limits(d, args.seconds, args.windows) for d in devices]
+    group = jax.devices()
+    if len(group) > 1:  # the first device of the kind speaks for the link between them
+        found[0].update(all_reduce=all_reduce(group, args.seconds, args.windows),
+                        all_reduce_devices=len(group))  # fmt: skip
     print(json.dumps(found))
     return 0
 

@@ -52,6 +52,10 @@ class DeviceLimits:
             a copy in host memory, or none at all).
         dispatch_floor: seconds per call of a trivial jitted step, called back to back:
             the least a step can cost, whatever it computes.
+        all_reduce: where the device's kind has several devices, the bus bandwidth
+            (bytes/s) of all-reducing a large array over ``all_reduce_devices`` of them, as
+            NCCL's tests count it (the bytes times ``2(n-1)/n`` over the time): what a
+            data-parallel step's reduction of its gradients runs at. ``None`` elsewhere.
     """
 
     device: str
@@ -61,6 +65,8 @@ class DeviceLimits:
     memory_bandwidth: Figure
     host_to_device: Figure
     dispatch_floor: Figure
+    all_reduce: Figure | None = None
+    all_reduce_devices: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +77,8 @@ class DeviceLimits:
             "memory_bandwidth": self.memory_bandwidth.as_dict(),
             "host_to_device": self.host_to_device.as_dict(),
             "dispatch_floor": self.dispatch_floor.as_dict(),
+            "all_reduce": self.all_reduce.as_dict() if self.all_reduce else None,
+            "all_reduce_devices": self.all_reduce_devices,
         }
 
     @classmethod
@@ -83,6 +91,8 @@ class DeviceLimits:
             memory_bandwidth=Figure.from_dict(data["memory_bandwidth"]),
             host_to_device=Figure.from_dict(data["host_to_device"]),
             dispatch_floor=Figure.from_dict(data["dispatch_floor"]),
+            all_reduce=Figure.from_dict(data["all_reduce"]) if data.get("all_reduce") else None,
+            all_reduce_devices=data.get("all_reduce_devices"),
         )
 
 
@@ -121,6 +131,12 @@ class MachineLimits:
                 f"({seconds(d.dispatch_floor.low)}-{seconds(d.dispatch_floor.high)} over "
                 f"{d.dispatch_floor.windows} windows)",
             ]
+            if d.all_reduce is not None:
+                out.append(
+                    f"    all-reduce over {d.all_reduce_devices} devices "
+                    f"{rate(d.all_reduce.median, 'B/s')} (±{d.all_reduce.spread / 2:.0%}, bus "
+                    "bandwidth)"
+                )
         return out
 
     def of(self, device: str) -> DeviceLimits | None:

@@ -12,10 +12,11 @@ program and a device. :func:`measure` is the library call behind
 
 from typing import Any
 
+from autoplace.devices import check_device
 from autoplace.measuring._backend import Backend, InProcessBackend
 from autoplace.measuring._client import SubprocessBackend
 from autoplace.measuring._lock import timing_lock, waiting
-from autoplace.measuring._measure import check_device, measure, resolve_workload
+from autoplace.measuring._measure import measure, resolve_workload
 from autoplace.measuring._progress import Progress
 from autoplace.measuring._timing import relative_spread, summarize, time_interleaved, time_steps
 

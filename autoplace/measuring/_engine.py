@@ -41,10 +41,10 @@ from typing import Any
 
 import jax
 
-from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError
+from autoplace.devices import DeviceInfo, check_device
 from autoplace.measurement import Measurement
 from autoplace.measuring._compiles import CompileCounter
+from autoplace.measuring._placement import Placement
 from autoplace.measuring._preparing import Preparer, executable_key
 from autoplace.measuring._progress import Progress
 from autoplace.measuring._run import Loop, Run
@@ -137,12 +137,10 @@ class Engine:
             self._modules[key] = find_workloads(import_model_file(p), p)
         return self._modules[key]
 
-    def _device(self, name: str) -> Any:
-        for d in all_devices():
-            if device_name(d) == name:
-                return d
-        known = ", ".join(d.name for d in self.devices())
-        raise BadInputError(f"unknown device {name!r}: this machine has {known}")
+    def _placement(self, request: MeasureRequest) -> Placement:
+        check_device(self.devices(), request.config.device)
+        by_name = {device_name(d): d for d in all_devices()}
+        return Placement.of(request.config.device, by_name, request.steps_per_call)
 
     # --- measuring ---------------------------------------------------------------------
 
@@ -247,7 +245,7 @@ class Engine:
         found = self._load(request.model_file, request.sha256)
         info, fn = found[pick_workload(found, Path(request.model_file), request.workload)]
         width = request.config.width if request.config.width is not None else info.default_width
-        run = Run(request, fn, width, self._device(request.config.device))
+        run = Run(request, fn, width, self._placement(request))
         self._preparer.start(run)
         return run
 
@@ -291,12 +289,17 @@ class Engine:
         if run.first_out is not None:
             t = time.perf_counter()
             run.deviation_vs_float32 = self._deviation(
-                run.request, run.fn, run.width, run.device, run.first_out
+                run.request, run.fn, run.width, run.placement, run.first_out
             )
             run.reference_s = time.perf_counter() - t
 
     def _deviation(
-        self, request: MeasureRequest, fn: Callable, width: int | None, device: Any, out: Any
+        self,
+        request: MeasureRequest,
+        fn: Callable,
+        width: int | None,
+        placement: Placement,
+        out: Any,
     ) -> float | None:
         """Deviation of ``out`` from the float32 workload's first output on the same batch
         (``None`` where either is not finite: nothing to compare)."""
@@ -316,11 +319,12 @@ class Engine:
             host = host_batch(workload, config.batch_size, request.settings.seed, path)
             # The float32 executable of this configuration, if the worker has it: the
             # same program, without compiling it again.
-            cached = self._preparer.executable(executable_key(request, width, "float32"), device)
+            key32 = executable_key(request, width, "float32")
+            cached = self._preparer.executable(key32, placement.devices)
             step = cached.compiled if cached is not None else jax.jit(workload.step)
             with user_phase("running the float32 reference", path):
-                state = jax.device_put(workload.state, device, may_alias=False)
-                ref = jax.device_get(step(state, jax.device_put(host, device)))
+                state = placement.put_state(workload.state)
+                ref = jax.device_get(step(state, jax.device_put(host, placement.batch)))
             self._remember(key, ref)
         return relative_deviation(out, ref)
 

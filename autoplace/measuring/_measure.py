@@ -6,8 +6,7 @@ import contextlib
 from pathlib import Path
 
 from autoplace.config import Config
-from autoplace.devices import DeviceInfo
-from autoplace.errors import BadInputError
+from autoplace.devices import check_device
 from autoplace.measurement import Measurement
 from autoplace.measuring._backend import Backend
 from autoplace.measuring._client import SubprocessBackend
@@ -24,12 +23,6 @@ def resolve_workload(
     found = backend.catalog(str(mf.path), mf.sha256)
     name = pick_workload(found, mf.path, workload)
     return mf, found[name]
-
-
-def check_device(devices: list[DeviceInfo], device: str) -> None:
-    names = [d.name for d in devices]
-    if device not in names:
-        raise BadInputError(f"unknown device {device!r}: this machine has {', '.join(names)}")
 
 
 def measure(

@@ -77,7 +77,7 @@ class Preparer:
         """Phases 1-3 for ``run``: built, batches made and put on the device, its step traced
         and lowered (or its executable found); a failure is the run's own."""
         try:
-            run.device_init_s = self._first_use(run.device)
+            run.device_init_s = self._first_use(run.placement.devices)
             self._set_up_to_lowering(run)
         except ConfigFailure as failure:
             run.failure = failure
@@ -93,7 +93,7 @@ class Preparer:
             except ConfigFailure as failure:
                 run.failure = failure
 
-        if len(runs) == 1 or compiles_alone(platform_of(r.device) for r in runs):
+        if len(runs) == 1 or compiles_alone(platform_of(r.placement.device) for r in runs):
             for run in runs:
                 one(run)
             return
@@ -101,21 +101,22 @@ class Preparer:
             for done in [pool.submit(one, run) for run in runs]:
                 done.result()  # autoplace's own errors raise here
 
-    def _first_use(self, device: Any) -> float | None:
-        """The seconds this process's first use of ``device`` takes, once per device and
-        process (``None`` after): one small put (its allocator and context), and on an
-        accelerator one small jitted product too (its compiler, its libraries' handles, its
-        autotuner). Not on a CPU: a fresh worker that loads its step from the shelf compiles
-        nothing, and a CPU has no context to start (0.2 s a process here went to the
-        compiler's start alone)."""
-        name = device_name(device)
-        if name in self._used:
+    def _first_use(self, devices: Sequence[Any]) -> float | None:
+        """The seconds this process's first use of ``devices`` takes, once per device and
+        process (``None`` when each was used before): one small put (its allocator and
+        context), and on an accelerator one small jitted product too (its compiler, its
+        libraries' handles, its autotuner). Not on a CPU: a fresh worker that loads its step
+        from the shelf compiles nothing, and a CPU has no context to start (0.2 s a process
+        here went to the compiler's start alone)."""
+        new = [d for d in devices if device_name(d) not in self._used]
+        if not new:
             return None
-        self._used.add(name)
         t = time.perf_counter()
-        x = jax.block_until_ready(jax.device_put(jnp.ones((8, 8), jnp.float32), device))
-        if platform_of(device) != "cpu":
-            jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
+        for device in new:
+            self._used.add(device_name(device))
+            x = jax.block_until_ready(jax.device_put(jnp.ones((8, 8), jnp.float32), device))
+            if platform_of(device) != "cpu":
+                jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
         return time.perf_counter() - t
 
     def finish_set_up(self, run: Run) -> None:
@@ -130,7 +131,7 @@ class Preparer:
 
     def _set_up_to_lowering(self, run: Run) -> None:
         """Build, batches, transfer, trace and lower: each phase's figures go into the run."""
-        request, device, path = run.request, run.device, Path(run.request.model_file)
+        request, placement, path = run.request, run.placement, Path(run.request.model_file)
         s, config = request.settings, request.config
         workload, run.build_s, run.build_cached = self.built(
             request, run.fn, run.width, config.precision
@@ -145,34 +146,34 @@ class Preparer:
             workload, host = fused(workload, host, request.steps_per_call)
         run.batch_bytes = tree_bytes(host[0])
         state, batch, run.transfer_s, run.timing_s = transfer(
-            workload, host[0], device, s.transfer_cap_s, path
+            workload, host[0], placement, s.transfer_cap_s, path
         )
         run.workload, run.host, run.state, run.batch = workload, host, state, batch
         key = executable_key(run.request, run.width, run.request.config.precision)
-        executable = self.executable(key, device)
+        executable = self.executable(key, placement.devices)
         run.compile_cached = executable is not None
         if executable is None:
-            run.lowered = lower_step(workload, state, batch, path)
+            run.lowered = lower_step(workload, state, batch, path, placement)
         else:
             self._executables.move_to_end(key)
             self._use(run, executable)
 
-    def executable(self, key: tuple, device: Any) -> Executable | None:
+    def executable(self, key: tuple, devices: Sequence[Any]) -> Executable | None:
         """The executable for ``key`` (see :func:`executable_key`), if this process has it:
         compiled here, or taken from the shelf."""
-        return self._executables.get(key) or self._taken(key, device)
+        return self._executables.get(key) or self._taken(key, devices)
 
-    def _taken(self, key: tuple, device: Any) -> Executable | None:
+    def _taken(self, key: tuple, devices: Sequence[Any]) -> Executable | None:
         """The executable the tune's shared worker compiled for ``key``, from the shelf
         (a fresh worker's: no trace, no lowering, no compile), kept with this engine's."""
-        found = self._shelf.take(key, device) if self._shelf is not None else None
+        found = self._shelf.take(key, devices) if self._shelf is not None else None
         if found is not None:
             self._executables[key] = found
         return found
 
     def _set_up_after_compile(self, run: Run) -> None:
         """Check it fits, first call: each phase's figures go into the run as it ends."""
-        request, device, path = run.request, run.device, Path(run.request.model_file)
+        request, device, path = run.request, run.placement.device, Path(run.request.model_file)
         s, config = request.settings, request.config
         workload, host, state, batch = run.workload, run.host, run.state, run.batch
         executable = run.executable

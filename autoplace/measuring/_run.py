@@ -14,6 +14,7 @@ import jax
 
 from autoplace.machine import ChunkStats
 from autoplace.measurement import Loop, LoopFigures, MachineFigures, Measurement, Status
+from autoplace.measuring._placement import Placement
 from autoplace.measuring._setup import ConfigFailure, Executable, user_phase
 from autoplace.prefetching import prefetch
 from autoplace.settings import MeasureRequest
@@ -30,7 +31,7 @@ class Run:
     request: MeasureRequest
     fn: Callable
     width: int | None
-    device: Any
+    placement: Placement
     failure: ConfigFailure | None = None
     # --- figures, in the order the phases set them ---
     device_init_s: float | None = None
@@ -90,11 +91,14 @@ class Run:
             ):
                 batches = self._batches(loop)
                 st, o = self.state, self.out
+                paced = self.placement.paced
                 t0 = time.perf_counter()
                 for i in range(k):
                     o = self.compiled(st, batches(i))
                     if self.train:
                         st = o
+                    if paced and i % 2:
+                        jax.block_until_ready(o)  # two calls in flight at most
                 jax.block_until_ready(o)
                 elapsed = time.perf_counter() - t0
         except ConfigFailure as failure:
@@ -108,9 +112,9 @@ class Run:
         if loop == "step":
             return lambda i: self.batch
         if loop == "fed":
-            return lambda i: jax.device_put(self.host[i % 2], self.device)
+            return lambda i: jax.device_put(self.host[i % 2], self.placement.batch)
         if self.prefetched is None:
-            self.prefetched = prefetch(itertools.cycle(self.host), self.device, depth=2)
+            self.prefetched = prefetch(itertools.cycle(self.host), self.placement.batch, depth=2)
         return lambda i: next(self.prefetched)
 
     def warm(self, loop: Loop) -> float:
@@ -141,6 +145,7 @@ class Run:
         status, reason = self._status()
         config, exe = self.request.config, self.executable
         k = self.request.steps_per_call  # the loops timed calls: each figure is per step
+        n = len(self.placement.devices)
         timed = {"step": self.steps, "fed": self.fed, "prefetch": self.prefetch}
         loops = {name: per_step(t, k) for name, t in timed.items() if t is not None}
         return Measurement(
@@ -148,7 +153,7 @@ class Run:
             reason=reason,
             config=dataclasses.replace(config, width=self.width),
             workload=self.request.workload,
-            device_kind=self.device.device_kind,
+            device_kind=self.placement.device.device_kind,
             loops=loops,  # type: ignore[arg-type]
             transfer_s=None if self.transfer_s is None else self.transfer_s / k,
             batch_bytes=None if self.batch_bytes is None else self.batch_bytes // k,
@@ -163,8 +168,14 @@ class Run:
             first_call_s=self.first_call_s,
             # XLA's cost analysis counts a loop's body once, whatever its trip count: a
             # fused call's figures are neither the call's nor surely a step's, so none.
-            flops=None if exe is None or k > 1 else exe.flops,
-            bytes_accessed=None if exe is None or k > 1 else exe.bytes_accessed,
+            # Several devices: XLA analyses one device's program; the step is all of them.
+            flops=None if exe is None or k > 1 else exe.flops * n if exe.flops else exe.flops,
+            bytes_accessed=(
+                None
+                if exe is None or k > 1 or exe.bytes_accessed is None
+                else exe.bytes_accessed * n
+            ),
+            reduced_bytes=None if exe is None or n == 1 else exe.reduced_bytes,
             predicted_bytes=None if exe is None else exe.predicted_bytes,
             peak_bytes=self.peak_bytes,
             peak_bytes_source=self.peak_bytes_source,

@@ -21,6 +21,7 @@ import numpy as np
 
 from autoplace.errors import ModelFileError, first_line
 from autoplace.measurement import Status
+from autoplace.measuring._placement import Placement, reduced_bytes
 from autoplace.measuring._xla import (
     XLA_NAMES,
     bytes_accessed_of,
@@ -92,6 +93,8 @@ class Executable:
     flops: float | None
     predicted_bytes: int | None
     bytes_accessed: float | None = None
+    #: Bytes each device all-reduces a step (several devices: the gradients).
+    reduced_bytes: int = 0
     #: JAX's persistent compilation cache for this compile: ``off``, ``miss`` or ``hit``.
     cache: str = "off"
     #: The one figure set after the compile: kept in a small mutable holder so that the
@@ -181,15 +184,16 @@ def host_batch(workload: Workload, batch_size: int, seed: int, path: Path) -> An
 
 
 def transfer(
-    workload: Workload, host: Any, device: Any, cap_s: float, path: Path
+    workload: Workload, host: Any, placement: Placement, cap_s: float, path: Path
 ) -> tuple[Any, Any, float, float]:
-    """Phase 2: the state and the batch ``host`` put on ``device``; then the median seconds
-    of putting the batch there again and again, and the seconds that timing took."""
+    """Phase 2: the state and the batch ``host`` put where ``placement`` says; then the
+    median seconds of putting the batch there again and again, and the seconds that timing
+    took."""
     with user_phase("putting the state and a batch on the device", path):
-        state = jax.block_until_ready(jax.device_put(workload.state, device, may_alias=False))
-        batch = jax.block_until_ready(jax.device_put(host, device))
+        state = jax.block_until_ready(placement.put_state(workload.state))
+        batch = jax.block_until_ready(jax.device_put(host, placement.batch))
         t = time.perf_counter()
-        transfer_s = median_transfer(host, device, cap_s)
+        transfer_s = median_transfer(host, placement.batch, cap_s)
         return state, batch, transfer_s, time.perf_counter() - t
 
 
@@ -202,8 +206,12 @@ class Lowered:
     compute_dtypes: tuple[str, ...]
 
 
-def lower_step(workload: Workload, state: Any, batch: Any, path: Path) -> Lowered:
-    """Phase 3: the step traced to a jaxpr and lowered to StableHLO, timed."""
+def lower_step(
+    workload: Workload, state: Any, batch: Any, path: Path, placement: Placement
+) -> Lowered:
+    """Phase 3: the step traced to a jaxpr and lowered to StableHLO, timed. Over several
+    devices, jitted over its inputs' shardings (a training step's next state replicated);
+    a step that cannot be split so fails here, with what JAX said."""
     train = workload.kind == "train"
 
     def step(state: Any, batch: Any) -> Any:
@@ -212,9 +220,13 @@ def lower_step(workload: Workload, state: Any, batch: Any, path: Path) -> Lowere
     # A new function object per compile: JAX's tracing caches are keyed on the
     # function, so the trace and lowering timed below are never a cache hit,
     # while its caches stay warm for everything else (the user's eager build).
-    jitted = jax.jit(step, donate_argnums=(0,) if train else ())
+    donate = (0,) if train else ()
+    jitted = jax.jit(step, donate_argnums=donate, out_shardings=placement.out_shardings(train))
+    what = "tracing and lowering the step"
+    if placement.several:
+        what += f" split across {len(placement.devices)} devices (batch sharded, state replicated)"
     t = time.perf_counter()
-    with user_phase("tracing and lowering the step", path):
+    with user_phase(what, path):
         lowered = jitted.trace(state, batch).lower()
     lower_s = time.perf_counter() - t
     return Lowered(lowered, lower_s, compute_dtypes(lowered.as_text()))
@@ -261,20 +273,9 @@ def compile_lowered(
         flops=flops_of(compiled),
         predicted_bytes=predicted_bytes(compiled),
         bytes_accessed=bytes_accessed_of(compiled),
+        reduced_bytes=reduced_bytes(compiled.as_text() or ""),
         cache=cache,
     )
-
-
-def compile_step(
-    workload: Workload,
-    state: Any,
-    batch: Any,
-    path: Path,
-    compiles: Callable[[], int],
-    cache_hits: Callable[[], int] | None = None,
-) -> Executable:
-    """Phases 3-5 in one: :func:`lower_step`, then :func:`compile_lowered`."""
-    return compile_lowered(lower_step(workload, state, batch, path), path, compiles, cache_hits)
 
 
 def check_fits(executable: Executable, device: Any, max_memory: int | None) -> None:

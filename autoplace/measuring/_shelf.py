@@ -21,6 +21,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,8 @@ class Shelf:
         os.replace(f.name, self._path(key))
         return True
 
-    def take(self, key: tuple, device: Any) -> Executable | None:
-        """The executable kept for ``key``, loaded to run on ``device``, with the figures of
+    def take(self, key: tuple, devices: Sequence[Any]) -> Executable | None:
+        """The executable kept for ``key``, loaded to run on ``devices``, with the figures of
         the compile that made it (``cache = "hit"``); ``None`` when none was kept or it
         does not load."""
         from jax.experimental import serialize_executable
@@ -65,7 +66,7 @@ class Shelf:
         try:
             blob, in_tree, out_tree, figures = pickle.loads(path.read_bytes())
             compiled = serialize_executable.deserialize_and_load(
-                blob, in_tree, out_tree, execution_devices=[device]
+                blob, in_tree, out_tree, execution_devices=list(devices)
             )
         except Exception:  # a damaged or foreign file: trace, lower and compile instead
             with contextlib.suppress(OSError):
@@ -82,4 +83,5 @@ def _figures(e: Executable) -> dict[str, Any]:
         "flops": e.flops,
         "predicted_bytes": e.predicted_bytes,
         "bytes_accessed": e.bytes_accessed,
+        "reduced_bytes": e.reduced_bytes,
     }

@@ -27,7 +27,7 @@ from typing import Any
 
 from autoplace.answer import Answer, Question
 from autoplace.config import PRECISIONS, parse_precision
-from autoplace.devices import DeviceInfo, distinct_kinds
+from autoplace.devices import DeviceInfo, device_choices
 from autoplace.host import hardware, software
 from autoplace.settings import DEFAULT_STEPS_PER_CALL
 
@@ -159,7 +159,7 @@ def asked_question(
     o = dict(tune_options or {})
     batches = o.get("batch_sizes") or answer.workload.batch_sizes
     steps = o.get("steps_per_call")
-    kinds = [d.name for d in distinct_kinds(list(devices))]
+    kinds = device_choices(list(devices))
     return Question(
         devices=tuple(o.get("devices") or kinds),
         batch_sizes=tuple(b for b in batches if max_batch_size is None or b <= max_batch_size),

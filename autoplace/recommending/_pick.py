@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoplace.answer import Answer, Candidate, Question
+from autoplace.devices import device_names
 from autoplace.errors import NoAnswerError
 from autoplace.units import size
 
@@ -47,7 +48,7 @@ def choose(
             dropped["batch"] += 1
         elif question is not None and not question.holds(c):
             dropped["question"] += 1
-        elif not _fits(c, memory.get(c.device), memory_margin):
+        elif not _fits(c, memory.get(device_names(c.device)[0]), memory_margin):
             dropped["memory"] += 1
         elif max_deviation is not None and strays[c.arm] > max_deviation:
             dropped["deviation"] += 1
@@ -60,7 +61,7 @@ def choose(
             "tune with smaller --batch-sizes"
         )
     pick = passed[0]
-    notes = [_memory_note(pick, memory.get(pick.device), memory_margin)]
+    notes = [_memory_note(pick, memory.get(device_names(pick.device)[0]), memory_margin)]
     if ranked[0] is not every[0]:
         notes.append(
             f"width {pick.width}: the best of the width{'s' if len(widths) > 1 else ''} "

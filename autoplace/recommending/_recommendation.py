@@ -7,6 +7,8 @@ import datetime as dt
 from typing import Any, Literal
 
 from autoplace import units
+from autoplace.devices import device_names
+from autoplace.errors import BadInputError
 
 #: Where an answer came from: this machine's cache, a shared study, a tune just run, or
 #: the fallback (nothing measured: see ``stale_reason`` for why).
@@ -24,7 +26,9 @@ class Recommendation:
 
     Attributes:
         device, batch_size, precision, width: what to run (``width`` is ``None`` for a
-            model without widths).
+            model without widths). ``device`` may name several devices used together
+            (``gpu:0-3``): ``batch_size`` is then the global batch, split evenly across
+            them (:attr:`per_device_batch`); :meth:`mesh` and :meth:`sharding` put it there.
         source: ``cache``, ``study``, ``tuned`` or ``fallback``.
         key: the cache slot it was found under (``autoplace cache list`` shows it).
         objective, unit: what ``score`` measures (``throughput`` in samples/s, ...).
@@ -80,6 +84,27 @@ class Recommendation:
     prefetch_gain: float | None = None
 
     @property
+    def devices(self) -> list[str]:
+        """Each device to use (``["gpu:0", "gpu:1"]``; one for a single device)."""
+        return device_names(self.device)
+
+    @property
+    def device_count(self) -> int:
+        return len(self.devices)
+
+    @property
+    def per_device_batch(self) -> int:
+        """Each device's share of :attr:`batch_size`."""
+        return self.batch_size // self.device_count
+
+    @property
+    def paced(self) -> bool:
+        """Whether a training loop must keep at most two steps in flight (block on every
+        second step's output), as the tune timed it: over several CPU devices, XLA's CPU
+        all-reduce deadlocks with more queued (see ``autoplace.measuring._placement``)."""
+        return self.device_count > 1 and self.device.startswith("cpu")
+
+    @property
     def margin(self) -> float | None:
         """How far it beat the runner-up, a fraction (``ratio - 1``)."""
         return None if self.ratio is None else self.ratio - 1
@@ -97,11 +122,50 @@ class Recommendation:
         return self.source != "fallback" and self.stale_reason is None
 
     def jax_device(self) -> Any:
-        """The ``jax.Device`` to run on (imports JAX)."""
+        """The (first) ``jax.Device`` to run on (imports JAX)."""
+        return self.jax_devices()[0]
+
+    def jax_devices(self) -> list[Any]:
+        """The ``jax.Device``s to run on, in order (imports JAX)."""
         import jax
 
-        platform, _, index = self.device.partition(":")
-        return jax.devices(platform)[int(index or 0)]
+        platform = self.device.partition(":")[0]
+        found = jax.devices(platform)
+        indices = [int(name.partition(":")[2]) for name in self.devices]
+        if indices[-1] >= len(found):
+            raise BadInputError(
+                f"the recommendation uses {self.device}, but this process sees {len(found)} "
+                f"{platform} device(s): run it where the tune ran, or tune here"
+            )
+        return [found[i] for i in indices]
+
+    def mesh(self) -> Any:
+        """A 1-D mesh over :meth:`jax_devices`, its axis named ``batch`` (imports JAX)."""
+        import jax
+
+        return jax.make_mesh((self.device_count,), ("batch",), devices=self.jax_devices())
+
+    def sharding(self, steps_per_call: int = 1) -> Any:
+        """Where a batch goes: split along its leading axis over :meth:`mesh`, as the tune
+        timed it (``jax.device_put(batch, rec.sharding())``, or
+        ``autoplace.prefetch(batches, rec.sharding())``); with ``steps_per_call`` over one,
+        of ``autoplace.stack``'s stacked batches, split along their second axis. On one
+        device, that device's sharding: the same lines run there."""
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+        if self.device_count == 1:
+            return SingleDeviceSharding(self.jax_device())
+        split = PartitionSpec("batch") if steps_per_call == 1 else PartitionSpec(None, "batch")
+        return NamedSharding(self.mesh(), split)
+
+    def replicated(self) -> Any:
+        """Where the state goes: a copy on every device of :meth:`mesh` (on one device,
+        that device's sharding); also what ``jax.jit``'s ``out_shardings`` keeps it as."""
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+        if self.device_count == 1:
+            return SingleDeviceSharding(self.jax_device())
+        return NamedSharding(self.mesh(), PartitionSpec())
 
     def dtype(self) -> Any:
         """The precision as a JAX dtype (``jnp.bfloat16``; imports JAX)."""
@@ -112,6 +176,11 @@ class Recommendation:
     def log_line(self) -> str:
         """One line for a launcher's log: what, from where, how sure, and why."""
         what = f"{self.device}, batch {self.batch_size}, {self.precision}"
+        if self.device_count > 1:
+            what = (
+                f"{self.device} ({self.device_count} devices), batch {self.batch_size} "
+                f"({self.per_device_batch} a device), {self.precision}"
+            )
         if self.width is not None:
             what += f", width {self.width}"
         if self.steps_per_call > 1:
@@ -147,15 +216,19 @@ class Recommendation:
         out["measured_at"] = self.measured_at.isoformat() if self.measured_at else None
         out["limits"] = list(self.limits)
         out["exact"] = self.exact
+        out["device_count"] = self.device_count
+        out["per_device_batch"] = self.per_device_batch
         return out
 
     def env(self) -> dict[str, str]:
-        """``AUTOPLACE_DEVICE``, ``AUTOPLACE_BATCH_SIZE``, ``AUTOPLACE_PRECISION``,
+        """``AUTOPLACE_DEVICE``, ``AUTOPLACE_DEVICE_COUNT``, ``AUTOPLACE_BATCH_SIZE`` (the
+        global batch), ``AUTOPLACE_PER_DEVICE_BATCH``, ``AUTOPLACE_PRECISION``,
         ``AUTOPLACE_STEPS_PER_CALL``, ``AUTOPLACE_PREFETCH`` (and ``AUTOPLACE_WIDTH``,
-        ``AUTOPLACE_SOURCE``) for shell
-        launchers."""
+        ``AUTOPLACE_SOURCE``) for shell launchers."""
         out = {
             "AUTOPLACE_DEVICE": self.device,
+            "AUTOPLACE_DEVICE_COUNT": str(self.device_count),
+            "AUTOPLACE_PER_DEVICE_BATCH": str(self.per_device_batch),
             "AUTOPLACE_BATCH_SIZE": str(self.batch_size),
             "AUTOPLACE_PRECISION": self.precision,
             "AUTOPLACE_STEPS_PER_CALL": str(self.steps_per_call),

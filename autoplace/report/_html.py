@@ -13,7 +13,9 @@ inlined once, so the page opens without a network, a CDN or a server. The page h
    fed step (feeding), both of one measurement (``_costs.py``: :func:`split_step`);
 4. time from a fresh process against run length for the finalists, break-evens marked;
 5. memory against batch size with the device's limit and the margin left free;
-6. the table of every measurement (click a column's header to sort).
+6. each arm's best under the machine's roofline, and throughput against the devices used
+   together where several were;
+7. the table of every measurement (click a column's header to sort).
 
 Every arm has one colour and marker in every figure, the roofline's roofs included
 (:func:`~autoplace.explaining.arm_styles`); every number is written as the terminal
@@ -33,7 +35,12 @@ from typing import Any
 from autoplace._atomic import check_writable, write_atomic
 from autoplace.explaining import Explanation, throughput_figure
 from autoplace.report._costs import costs_figure, costs_notes
-from autoplace.report._plots import memory_figure, roofline_figure, run_length_figure
+from autoplace.report._plots import (
+    memory_figure,
+    roofline_figure,
+    run_length_figure,
+    scaling_figure,
+)
 from autoplace.report._table import measurements_table
 
 
@@ -76,6 +83,7 @@ def render(view: Any) -> str:
         ),
         ("Memory against batch size", memory_figure(explanation, figures, view.device_memory), []),
         ("Each arm's best against the machine's roofline", roofline_figure(explanation), []),
+        ("Throughput against the devices used together", scaling_figure(explanation), []),
     ]
     blocks = []
     for title, fig, notes in parts:

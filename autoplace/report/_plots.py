@@ -260,3 +260,50 @@ def roofline_figure(explanation: Explanation) -> Any:
         },
     )
     return fig
+
+
+def scaling_figure(explanation: Explanation) -> Any:
+    """Throughput against the devices used together, the pick's kind, precision and
+    width at each count's best batch, beside perfect scaling from one device."""
+    import plotly.graph_objects as go
+
+    s = explanation.scaling
+    if s is None:
+        return None
+    fig = go.Figure()
+    counts = [c.count for c in s.counts]
+    one = s.counts[0].rate
+    fig.add_trace(
+        go.Scatter(
+            x=counts,
+            y=[one * n for n in counts],
+            mode="lines",
+            name="perfect scaling",
+            line={"color": "#999", "dash": "dot"},
+            hoverinfo="skip",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=counts,
+            y=[c.rate for c in s.counts],
+            mode="markers+lines",
+            name=f"measured ({s.platform})",
+            marker={"size": 10},
+            hovertext=[
+                f"{c.label}<br>{units.rate(c.rate, 'samples/s')}: {c.speedup:.2f}x one "
+                f"device ({c.efficiency:.0%})"
+                for c in s.counts
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    rates = [c.rate for c in s.counts] + [one * counts[-1]]
+    layout(
+        fig,
+        2,
+        xaxis=log2_axis("devices used together", counts),
+        yaxis={"title": "samples/s", "type": "log", "automargin": True,
+               **octaves(min(rates), max(rates), lambda r: units.rate(r, "samples/s"))},
+    )  # fmt: skip
+    return fig

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoplace.config import PRECISIONS, Config
+from autoplace.devices import device_group, device_names
 from autoplace.measurement import Measurement
 
 #: How a trial keeps the phase that measured it: the phase's name (``search``,
@@ -32,6 +33,8 @@ _SCALARS = ("status", "transfer_s", "compile_s", "first_call_s", "peak_bytes",
 #: The study attribute holding its parameters' ranges (see :func:`bounds`).
 BOUNDS = "param_ranges"
 _MAX_INT = 2**40
+#: The most devices a configuration uses together (the ``device_count`` parameter's range).
+_MAX_DEVICES = 4096
 #: The user attribute a worker refreshes on the trials it is measuring (see ``_claims``).
 HEARTBEAT = "heartbeat"
 #: Each trial's own id, made before it is created: a creation retried after its reply was
@@ -129,6 +132,7 @@ def distributions(space: TrialSpace, ranges: Mapping[str, Sequence[int]]) -> dic
     }
     if space.with_width:
         dists["width"] = ints("width")
+    dists["device_count"] = IntDistribution(1, _MAX_DEVICES, log=True)
     return dists
 
 
@@ -165,19 +169,21 @@ def template(
 def params_of(config: Config) -> dict[str, Any]:
     """A configuration as a trial's parameters."""
     params: dict[str, Any] = {
-        "device": config.device,
+        "device": device_names(config.device)[0],
         "batch_size": config.batch_size,
         "precision": config.precision,
     }
     if config.width is not None:
         params["width"] = config.width
+    if config.device_count > 1:  # several devices together: the first, and how many
+        params["device_count"] = config.device_count
     return params
 
 
 def config_of(params: Mapping[str, Any]) -> Config:
     """A trial's parameters as a configuration."""
     return Config(
-        device=params["device"],
+        device=device_group(params["device"], int(params.get("device_count", 1))),
         batch_size=int(params["batch_size"]),
         precision=params["precision"],
         width=int(params["width"]) if "width" in params else None,

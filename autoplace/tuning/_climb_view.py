@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from autoplace.config import PRECISION_BYTES, Arm, Config
+from autoplace.config import PRECISION_BYTES, Arm, Config, config_at
 from autoplace.costs import CostLine, cost_line, could_reach
 from autoplace.objectives import Objective
 from autoplace.tuning._failures import arm_bounds
@@ -99,9 +99,9 @@ class View:
         failed: dict[Arm, set[int]] = {arm: set() for arm in arms}
         for c, s in scores.items():
             arm = (c.device, c.precision, c.width)
-            if arm not in table or c.batch_size not in batches:
+            if arm not in table or c.per_device_batch not in batches:
                 continue
-            i = batches.index(c.batch_size)
+            i = batches.index(c.per_device_batch)
             if s is None:
                 failed[arm].add(i)
             else:
@@ -119,7 +119,7 @@ class View:
         return dataclasses.replace(self, taken=self.taken | frozenset(configs))
 
     def config(self, arm: Arm, i: int) -> Config:
-        return Config(device=arm[0], batch_size=self.batches[i], precision=arm[1], width=arm[2])
+        return config_at(arm, self.batches[i])
 
     def free(self, arm: Arm, i: int) -> bool:
         """Whether batch ``i`` exists, lies between the arm's floor and ceiling, and is not
@@ -151,13 +151,13 @@ class View:
         line's own quantity)."""
         if not self.objective.rate:
             return None
-        return cost_line({self.batches[j]: s for j, s in self.table[arm].items()})
+        return cost_line({self.config(arm, j).batch_size: s for j, s in self.table[arm].items()})
 
     def could_reach(self, line: CostLine | None, arm: Arm, i: int, best: float) -> bool:
         """Whether the arm's batch ``i`` could score ``best``, by the arm's ``line``
         (:meth:`line`; none: it could)."""
         steps = min((abs(i - j) for j in self.table[arm]), default=0)
-        return could_reach(line, self.batches[i], steps, best)
+        return could_reach(line, self.config(arm, i).batch_size, steps, best)
 
     def falls_away(self, arm: Arm, best: float) -> bool:
         """Whether ``arm`` has fallen away at the top of what it measured: its largest

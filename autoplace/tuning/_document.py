@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoplace.config import Config
+from autoplace.devices import device_names
 from autoplace.findings import as_dict as finding_dict
 from autoplace.measurement import Measurement
 from autoplace.recommendation import SCHEMA_VERSION
@@ -146,6 +147,10 @@ def placement(s: Scored) -> dict[str, Any]:
         "device": m.device,
         "device_kind": m.device_kind,
         "batch_size": m.batch_size,
+        # Several devices: each one, the mesh the batch is split over, each one's share.
+        "devices": device_names(m.device),
+        "mesh": {"batch": m.config.device_count},
+        "per_device_batch_size": m.config.per_device_batch,
         "precision": m.precision,
         "width": m.width,
         "confirmed": s.confirmed,
@@ -169,6 +174,7 @@ def placement(s: Scored) -> dict[str, Any]:
             "peak_bytes": m.peak_bytes,
             "peak_bytes_source": m.peak_bytes_source,
             "flops": m.flops,
+            "reduced_bytes": m.reduced_bytes,
             "deviation_vs_float32": m.deviation_vs_float32,
             "page_faults_per_step": m.machine.page_faults_per_step,
             "resident_bytes": m.machine.resident_bytes,

@@ -60,7 +60,7 @@ def ended_arms(figures: Mapping[Config, Measurement], space: Space) -> dict[Arm,
     upper = batches[(len(batches) - 1) // 2]
     ended = {}
     for arm, failed in failures.items():
-        tried = [m.batch_size for m in failed]
+        tried = [m.config.per_device_batch for m in failed]
         if arm not in ran and batches[0] in tried and max(tried) >= upper:
             ended[arm] = _why(failed)
     return ended

@@ -151,11 +151,12 @@ class Feed:
     def next(self, ctx: Context) -> Group | str | None:
         """The pick and each other device's best, fed three ways, in the next window (the
         pick first), or none: for the latency objective (one batch from the host, by
-        definition), or once each has :data:`~._confirm.WINDOWS` windows that ran."""
+        definition), or once each has been in :data:`~._confirm.WINDOWS` windows (one its
+        configuration failed in counts: it would fail again)."""
         group = _group(ctx)
         if not group:
             return None
-        done = [windows_of(ctx.done(self.name, c)) for c in group]
+        done = [len({m.interleave_id or id(m) for m in ctx.done(self.name, c)}) for c in group]
         if min(done) >= WINDOWS:
             return None
         if len(group) > ctx.room or ctx.history.pending.intersection(group):

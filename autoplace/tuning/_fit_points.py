@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autoplace.config import Config
+from autoplace.config import Config, config_at
 from autoplace.objectives import Objective
 from autoplace.tuning._space import Space, arm_of
 from autoplace.tuning._strategies import MAX_GROUP, Scores
@@ -20,7 +20,7 @@ class FitPoints:
         ran: dict[tuple, set[int]] = {}
         for c, s in scores.items():
             if s is not None and c in space:
-                ran.setdefault(arm_of(c), set()).add(c.batch_size)
+                ran.setdefault(arm_of(c), set()).add(c.per_device_batch)
         group: list[Config] = []
         for (device, precision, width), batches in ran.items():
             if len(batches) != 1:
@@ -29,7 +29,7 @@ class FitPoints:
             for j in (i - 1, i + 1):
                 if not 0 <= j < len(space.batch_sizes):
                     continue
-                c = Config(device, space.batch_sizes[j], precision, width)
+                c = config_at((device, precision, width), space.batch_sizes[j])
                 if c in pending:
                     break  # being measured: wait for it
                 if c not in scores and c in space:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoplace.config import PRECISIONS, check_batch_size, parse_device, parse_precision
-from autoplace.devices import distinct_kinds
+from autoplace.devices import device_choices
 from autoplace.errors import BadInputError
 from autoplace.measuring import check_device
 from autoplace.tuning._climb import Climb
@@ -37,7 +37,7 @@ def build_space(
         for name in names:
             check_device(list(available), name)
     else:
-        names = tuple(d.name for d in distinct_kinds(list(available)))
+        names = tuple(device_choices(list(available)))
     batches = tuple(check_batch_size(b) for b in (batch_sizes or default_batches))
     precs = tuple(dict.fromkeys(parse_precision(p) for p in (precisions or PRECISIONS)))
     for w in widths or ():

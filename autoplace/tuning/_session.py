@@ -203,7 +203,7 @@ def _open(
         space=TrialSpace(
             devices=[d.name for d in devices],
             with_width=space.widths != (None,),
-            batch_sizes=space.batch_sizes,
+            batch_sizes=sorted({c.batch_size for c in space.configs()}),
             widths=[w for w in space.widths if w is not None],
         ),
         stale_after_s=settings.timeout_s + 120.0,

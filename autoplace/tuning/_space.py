@@ -1,4 +1,7 @@
-"""The search space: every combination of device, batch size, precision and width."""
+"""The search space: every combination of device, batch size, precision and width.
+
+A device may be several used together (``gpu:0-3``): its batch sizes are each device's
+share, the configuration's batch the global one (:func:`autoplace.config.config_at`)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterable
 
-from autoplace.config import Arm, Config
+from autoplace.config import Arm, Config, config_at
 
 
 def arm_of(c: Config) -> Arm:
@@ -39,17 +42,13 @@ class Space:
         return dataclasses.replace(self, excluded=self.excluded | frozenset(arms))
 
     def configs(self) -> list[Config]:
-        return [
-            Config(device=d, batch_size=b, precision=p, width=w)
-            for d, p, w in self.arms()
-            for b in self.batch_sizes
-        ]
+        return [config_at(arm, b) for arm in self.arms() for b in self.batch_sizes]
 
     def __contains__(self, c: object) -> bool:
         return (
             isinstance(c, Config)
             and c.device in self.devices
-            and c.batch_size in self.batch_sizes
+            and c.per_device_batch in self.batch_sizes
             and c.precision in self.precisions
             and c.width in self.widths
             and arm_of(c) not in self.excluded

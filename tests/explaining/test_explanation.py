@@ -103,7 +103,7 @@ def test_run_length_picks_follow_the_break_even(grid_result):
 
 def test_the_file_holds_the_explanation_and_reads_back(grid_result):
     doc = autoplace.recommendation.read(grid_result.out)
-    assert doc["schema_version"] == autoplace.recommendation.SCHEMA_VERSION == 3
+    assert doc["schema_version"] == autoplace.recommendation.SCHEMA_VERSION == 4
     section = doc["explanation"]
     assert section["sentences"] == list(grid_result.explanation.sentences)
     fitted = {(a["device"], a["precision"]): a for a in section["arms"]}

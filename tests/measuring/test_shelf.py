@@ -24,11 +24,11 @@ def test_an_executable_put_is_taken_back_with_its_figures_and_runs_alike(tmp_pat
     x = jnp.arange(8.0)
     made = _executable(lambda a: a * 2.0 + 1.0, x)
     assert shelf.put(("key",), made)
-    taken = shelf.take(("key",), jax.devices("cpu")[0])
+    taken = shelf.take(("key",), jax.devices("cpu")[:1])
     assert taken is not None and taken.cache == "hit"
     assert (taken.lower_s, taken.compile_s, taken.flops) == (0.1, 0.2, 8.0)
     np.testing.assert_array_equal(taken.compiled(x), made.compiled(x))
-    assert shelf.take(("another key",), jax.devices("cpu")[0]) is None
+    assert shelf.take(("another key",), jax.devices("cpu")[:1]) is None
 
 
 def test_a_damaged_entry_is_dropped_and_traced_instead(tmp_path):
@@ -36,7 +36,7 @@ def test_a_damaged_entry_is_dropped_and_traced_instead(tmp_path):
     assert shelf.put(("key",), _executable(lambda a: a + 1, jnp.ones(3)))
     (path,) = tmp_path.glob("*.pkl")
     path.write_bytes(b"not a pickle")
-    assert shelf.take(("key",), jax.devices("cpu")[0]) is None and not path.exists()
+    assert shelf.take(("key",), jax.devices("cpu")[:1]) is None and not path.exists()
 
 
 @pytest.mark.slow  # a shared worker and a fresh one
