@@ -24,10 +24,8 @@ from autoplace.settings import MeasureSettings
 from autoplace.tuning._compare import Comparison, Spread, compare, fit
 from autoplace.tuning._phase import BLOCKED, Context, Group, windows_of
 from autoplace.tuning._scored import Scored
-from autoplace.tuning._search import quick, ranking
+from autoplace.tuning._search import REACH, quick, ranking
 
-#: Configurations whose search score is within this of the search's best are finalists.
-REACH = 0.20
 #: The windows every finalist is timed in: the fewest in which a lead can be seen to hold.
 WINDOWS = 2
 #: The cap of the ranked loop per configuration in a window. A verdict rests on its

@@ -23,9 +23,9 @@ from autoplace.explaining import MEMORY_MARGIN, Explanation, explain_figures
 from autoplace.findings import Finding
 from autoplace.findings import as_dict as finding_dict
 from autoplace.limits import MachineLimits
-from autoplace.tuning._confirm import REACH
 from autoplace.tuning._findings import findings
 from autoplace.tuning._scored import Scored
+from autoplace.tuning._search import REACH
 from autoplace.tuning._space import Space
 from autoplace.tuning._standing import Standing
 
