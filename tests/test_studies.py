@@ -38,3 +38,15 @@ def test_adams_epsilon_underflows_at_float16(inproc):
     for batch in (8, 64):
         m = measure(inproc, "optax_mlp.py", "mlp", batch_size=batch, precision="float16")
         assert m.status == "nonfinite"
+
+
+@pytest.mark.slow
+def test_the_flax_nnx_classifier_trains_its_model_and_optimizer_as_one_state(inproc):
+    # nnx.split((model, optimizer)) is the state: its next state comes back of the same
+    # structure, and bfloat16 trains the same model (built in float32, cast before the
+    # optimizer is made)
+    m = measure(inproc, "nnx_train.py", "classifier", batch_size=16, precision="bfloat16")
+    assert m.status == "ok", m.reason
+    assert "bf16" in m.compute_dtypes and 0 < m.deviation_vs_float32 < 0.05
+    wide = measure(inproc, "nnx_train.py", "classifier", batch_size=16, width=512)
+    assert wide.status == "ok" and wide.flops > m.flops
