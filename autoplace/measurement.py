@@ -94,10 +94,11 @@ class Measurement:
     raised). ``reason`` is one line saying why. Figures a failure never reached are
     ``None``.
 
-    The one-off costs: ``device_init_s`` (the process's first use of the device: once a
-    process, not a configuration), ``build_s`` (the workload function; ``build_cached``:
-    the worker's cache served it), ``batch_s`` (the slower of the two host batches a
-    process makes), ``lower_s`` (tracing and lowering), ``compile_s`` (XLA's compile;
+    The one-off costs: ``device_init_s`` (the process's first use of the device, as a
+    user's fresh process pays it: once a process, not a configuration), ``build_s`` (the
+    workload function; ``build_cached``: the worker's cache served it), ``batch_s`` (the
+    slower of the two host batches a process makes), ``lower_s`` (tracing and lowering),
+    ``compile_s`` (XLA's compile;
     ``compile_cached``: this worker's own executable reused, ``compile_cache``: JAX's
     persistent cache ``off``, ``miss`` or ``hit``), ``first_call_s`` (the first execution,
     the batch on the device). The program: ``flops`` and ``bytes_accessed`` a step (XLA's

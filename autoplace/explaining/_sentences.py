@@ -218,15 +218,17 @@ def _fixed_cause(x: FixedCost | None) -> str:
 
 def _first_call(m: Measurement, start: float | None = None) -> str | None:
     """The seeds' "first inference is slow": what a fresh process pays before its first
-    result, against a later step; its device's ``start`` (once a process, whatever it
-    runs) said apart from this configuration's tracing, compile and first run."""
+    result, against a later step; its device's ``start`` (what every fresh process pays
+    once to start the device, whatever it runs: :func:`~autoplace.costs.device_starts`)
+    said apart from this configuration's tracing, compile and first run."""
     parts = (m.lower_s, m.compile_s, m.first_call_s)
     if any(p is None for p in parts) or not m.fed.step_s:
         return None
     lower, compile_, call = parts
     total = (start or 0.0) + lower + compile_ + call  # type: ignore[operator]
     device = (
-        f"{m.device}'s start-up {units.seconds(start)}, once a process; "
+        f"starting {m.device} {units.seconds(start)}, as every fresh process pays it once, "
+        "whatever it runs; "
         if start is not None
         else ""
     )
@@ -363,7 +365,7 @@ def _crossing(x: Crossover) -> str:
 
 def _even(x: BreakEven) -> str:
     steps = f"{x.steps:,.0f} steps" if x.steps >= 1 else "its first step"
-    start = "device start-up once a process, " if any(x.device_start_s) else ""
+    start = "its device's start-up, once a process; " if any(x.device_start_s) else ""
     return (
         f"{x.slow_start} starts {units.seconds(x.one_off_s[0] - x.one_off_s[1])} later "
         f"({start}lowering, compile, first call) than {x.fast_start} but runs each sample "
