@@ -94,13 +94,18 @@ class Measurement:
     raised). ``reason`` is one line saying why. Figures a failure never reached are
     ``None``.
 
-    The one-off costs: ``device_init_s`` (the process's first use of the device: once a
-    process, not a configuration), ``build_s`` (the workload function; ``build_cached``:
-    the worker's cache served it), ``batch_s`` (the slower of the two host batches a
-    process makes), ``lower_s`` (tracing and lowering), ``compile_s`` (XLA's compile;
-    ``compile_cached``: this worker's own executable reused, ``compile_cache``: JAX's
-    persistent cache ``off``, ``miss`` or ``hit``), ``first_call_s`` (the first execution,
-    the batch on the device). The program: ``flops`` and ``bytes_accessed`` a step (XLA's
+    The one-off costs: ``device_init_s`` (the process's first use of the device, as a
+    user's fresh process pays it: once a process, not a configuration), ``build_s`` (the
+    workload function; ``build_cached``: the worker's cache served it), ``batch_s`` (the
+    slower of the two host batches a process makes), ``lower_s`` (tracing and lowering),
+    ``compile_s`` (XLA's compile; ``compile_cached``: this worker's own executable reused,
+    ``compile_cache``: JAX's persistent cache ``off``, ``miss`` or ``hit``;
+    ``compiled_beside``: the other steps for its accelerator compiled side by side with
+    the compile ``compile_s`` reports, each slowing the others', as autoplace did before it
+    compiled them one at a time, set when a study it wrote then is read back, ``None``
+    otherwise; ``compile_alone_s``: that configuration's compile alone, where the study
+    has one: see :mod:`autoplace.study._side_by_side`), ``first_call_s`` (the first
+    execution, the batch on the device). The program: ``flops`` and ``bytes_accessed`` a step (XLA's
     cost analysis, all the devices' together; ``None`` for a fused call, whose loop body
     it counts once), ``reduced_bytes`` (on several devices, the bytes each all-reduces a
     step: a training step's gradients),
@@ -134,6 +139,8 @@ class Measurement:
     compile_s: float | None = None
     compile_cached: bool | None = None
     compile_cache: str | None = None
+    compiled_beside: int | None = None
+    compile_alone_s: float | None = None
     first_call_s: float | None = None
     flops: float | None = None
     bytes_accessed: float | None = None

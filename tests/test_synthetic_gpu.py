@@ -18,6 +18,8 @@ from synthetic import (
 import autoplace
 from autoplace import Config, MeasureRequest, MeasureSettings
 from autoplace.config import config_at
+from autoplace.explaining import explain_figures
+from autoplace.study._side_by_side import compiled_side_by_side, with_side_by_side
 
 
 def request(device="gpu:0", batch=4096, precision="float32", **settings):
@@ -66,6 +68,50 @@ def test_compiles_side_by_side_slow_down_as_the_references_did(side_by_side, fac
     assert alone.compile_s == GPU_COMPILE
     cpu = backend.measure_together([request("cpu:0", precision=p) for p in ("float32", "bfloat16")])
     assert [m.compile_s for m in cpu] == [0.1, 0.1]  # CPU compiles keep their figures
+
+
+def test_a_compile_an_older_autoplace_timed_side_by_side_is_explained_so():
+    """Before autoplace compiled an accelerator's steps one at a time, a group's compiled
+    side by side, each slowed by the others' (:data:`SIDE_BY_SIDE`). Read back from a
+    study written then, the pick's compile figure says so, with its compile alone."""
+    backend = SyntheticBackend(devices=("gpu:0", "cpu:0"), side_by_side=True)
+    (alone,) = backend.measure_together([request(batch=4096)])
+    group = backend.measure_together([request(batch=b) for b in (256, 1024, 4096)])
+    cpu = backend.measure_together([request("cpu:0", batch=b) for b in (256, 4096)])
+    assert alone.compile_s == GPU_COMPILE and group[2].compile_s == 2 * SIDE_BY_SIDE
+    measured = [alone, *group, *cpu]
+
+    def first_call(old: bool) -> str:
+        read = with_side_by_side([(m, old) for m in measured])
+        figures = {m.config: m for m in read}  # the latest of each configuration
+        winner = figures[Config("gpu:0", 4096, "float32", None)]
+        explained = explain_figures(figures, winner, [figures[cpu[1].config]])
+        (said,) = [s for s in explained.sentences if s.startswith("The first call")]
+        return said
+
+    said = first_call(old=True)
+    assert "compiling 20 s" in said
+    assert said.endswith(
+        "That compile of 20 s was timed side by side with 2 other steps for gpu:0, as "
+        "autoplace compiled an accelerator's steps before it compiled them one at a time; "
+        "each slows the others' (XLA's autotuner times kernels on the device as it "
+        "compiles), so it overstates a compile alone: alone, this configuration compiled "
+        "in 1 s."
+    )
+    # The same figures from today's engine, which compiles them one at a time: no caveat
+    # (the synthetic backend's side_by_side stands for the older engine only).
+    assert "side by side" not in first_call(old=False)
+    # CPU steps compile side by side in threads by design: never said so.
+    read = with_side_by_side([(m, True) for m in measured])
+    assert [m.compiled_beside for m in read] == [None, 2, 2, 2, None, None]
+
+
+def test_a_study_written_by_the_older_engine_is_told_by_its_stored_form():
+    m = SyntheticBackend(devices=("gpu:0",)).measure(request())
+    assert not compiled_side_by_side(m.to_dict())  # today's form, by concept
+    flat = {"status": "ok", "device": "gpu:0", "batch_size": 32, "compile_s": 24.65}
+    assert compiled_side_by_side(flat)  # the H200 reference study's trials
+    assert not compiled_side_by_side({**flat, "device_init_s": None})  # since the change
 
 
 def test_its_limits_are_the_references():

@@ -100,10 +100,12 @@ def one_off(m: Measurement) -> float | None:
 
 
 def device_starts(figures: Mapping[Config, Measurement]) -> dict[str, float]:
-    """Each device's start-up in a fresh process (``Measurement.device_init_s``: backend
-    and context, an accelerator's autotuner), the median of those measured: set only on
-    the first configuration a process measures on a device, it is the device's, paid once
-    a process, not a configuration's. A device none was measured for is left out."""
+    """Each device's start-up as a fresh process pays it (``Measurement.device_init_s``:
+    backend and context; on an accelerator its compiler's, libraries' and autotuner's
+    start, compiled anew in every process, never read from the tune's compilation cache),
+    the median of those measured: set only on the first configuration a process measures
+    on a device, it is the device's, paid once a process, not a configuration's. A device
+    none was measured for is left out."""
     by_device: dict[str, list[float]] = {}
     for m in figures.values():
         if m.device_init_s is not None:

@@ -44,7 +44,10 @@ def explanation_sentences(
         out.append(first)
     out += [_emulated(x) for x in e.emulated]
     out += [_crossing(x) for x in e.crossovers]
-    out += [_even(x) for x in e.break_even]
+    beside = {c.label() for c, m in (figures or {}).items() if m.compiled_beside}
+    if winner.compiled_beside:
+        beside.add(winner.label())
+    out += [_even(x, beside) for x in e.break_even]
     picks = {v["pick"] for v in e.run_lengths.values()}
     if len(picks) > 1:
         out.append(
@@ -218,15 +221,17 @@ def _fixed_cause(x: FixedCost | None) -> str:
 
 def _first_call(m: Measurement, start: float | None = None) -> str | None:
     """The seeds' "first inference is slow": what a fresh process pays before its first
-    result, against a later step; its device's ``start`` (once a process, whatever it
-    runs) said apart from this configuration's tracing, compile and first run."""
+    result, against a later step; its device's ``start`` (what every fresh process pays
+    once to start the device, whatever it runs: :func:`~autoplace.costs.device_starts`)
+    said apart from this configuration's tracing, compile and first run."""
     parts = (m.lower_s, m.compile_s, m.first_call_s)
     if any(p is None for p in parts) or not m.fed.step_s:
         return None
     lower, compile_, call = parts
     total = (start or 0.0) + lower + compile_ + call  # type: ignore[operator]
     device = (
-        f"{m.device}'s start-up {units.seconds(start)}, once a process; "
+        f"starting {m.device} {units.seconds(start)}, as every fresh process pays it once, "
+        "whatever it runs; "
         if start is not None
         else ""
     )
@@ -235,6 +240,28 @@ def _first_call(m: Measurement, start: float | None = None) -> str | None:
         f"and lowering {units.seconds(lower)}, compiling {units.seconds(compile_)}, the first "
         f"run {units.seconds(call)}), {total / m.fed.step_s:,.0f} times a later step "
         f"({units.seconds(m.fed.step_s)}): time one call and you time the compiler."
+        + _side_by_side(m)
+    )
+
+
+def _side_by_side(m: Measurement) -> str:
+    """What a compile figure timed side by side with others on an accelerator is worth
+    (a study an older autoplace wrote: see ``Measurement.compiled_beside``): it overstates
+    a compile alone; the configuration's compile alone where the study has one."""
+    if not m.compiled_beside or m.compile_s is None:
+        return ""
+    n = m.compiled_beside
+    others = "another step" if n == 1 else f"{n} other steps"
+    alone = (
+        f"alone, this configuration compiled in {units.seconds(m.compile_alone_s)}"
+        if m.compile_alone_s is not None
+        else "the study has no compile of this configuration alone"
+    )
+    return (
+        f" That compile of {units.seconds(m.compile_s)} was timed side by side with {others} "
+        f"for {m.device}, as autoplace compiled an accelerator's steps before it compiled "
+        "them one at a time; each slows the others' (XLA's autotuner times kernels on the "
+        f"device as it compiles), so it overstates a compile alone: {alone}."
     )
 
 
@@ -361,14 +388,27 @@ def _crossing(x: Crossover) -> str:
     return text + "."
 
 
-def _even(x: BreakEven) -> str:
+def _even(x: BreakEven, beside: set[str] | None = None) -> str:
+    """The break-even in words; ``beside``: the configurations whose compile figure was
+    timed side by side with others on an accelerator (see :func:`_side_by_side`)."""
     steps = f"{x.steps:,.0f} steps" if x.steps >= 1 else "its first step"
-    start = "device start-up once a process, " if any(x.device_start_s) else ""
+    start = "its device's start-up, once a process; " if any(x.device_start_s) else ""
+    beside = beside or set()
+    caveats = (
+        "; its compile figure was timed side by side with others, which overstates how much "
+        "later it starts"
+        if x.slow_start in beside
+        else "",
+        f"; {x.fast_start}'s compile figure was timed side by side with others, which "
+        "understates how much later the other starts"
+        if x.fast_start in beside
+        else "",
+    )
     return (
         f"{x.slow_start} starts {units.seconds(x.one_off_s[0] - x.one_off_s[1])} later "
         f"({start}lowering, compile, first call) than {x.fast_start} but runs each sample "
         f"{units.seconds(x.per_sample_s[1] - x.per_sample_s[0])} faster: it finishes first "
-        f"after {units.count(x.samples)} samples ({steps})."
+        f"after {units.count(x.samples)} samples ({steps}){''.join(caveats)}."
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import math
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -45,6 +47,8 @@ from autoplace.workload import Workload
 
 #: At most this many steps compile at once: one per core, up to four.
 _COMPILE_THREADS = max(1, min(4, cores()))
+#: The seconds from which a compile is written to JAX's persistent compilation cache.
+_STORED_FROM = "jax_persistent_cache_min_compile_time_secs"
 
 
 class Preparer:
@@ -103,11 +107,12 @@ class Preparer:
 
     def _first_use(self, devices: Sequence[Any]) -> float | None:
         """The seconds this process's first use of ``devices`` takes, once per device and
-        process (``None`` when each was used before): one small put (its allocator and
-        context), and on an accelerator one small jitted product too (its compiler, its
-        libraries' handles, its autotuner). Not on a CPU: a fresh worker that loads its step
-        from the shelf compiles nothing, and a CPU has no context to start (0.2 s a process
-        here went to the compiler's start alone)."""
+        process (``None`` when each was used before), as a user's fresh process pays it: one
+        small put (its allocator and context), and on an accelerator one small jitted
+        product too, compiled anew (:func:`start_compiler`: its compiler, its libraries'
+        handles, its autotuner). Not on a CPU: a fresh worker that loads its step from the
+        shelf compiles nothing, and a CPU has no context to start (0.2 s a process here went
+        to the compiler's start alone)."""
         new = [d for d in devices if device_name(d) not in self._used]
         if not new:
             return None
@@ -116,7 +121,7 @@ class Preparer:
             self._used.add(device_name(device))
             x = jax.block_until_ready(jax.device_put(jnp.ones((8, 8), jnp.float32), device))
             if platform_of(device) != "cpu":
-                jax.block_until_ready(jax.jit(lambda a: a @ a)(x))
+                start_compiler(x)
         return time.perf_counter() - t
 
     def finish_set_up(self, run: Run) -> None:
@@ -263,3 +268,29 @@ def executable_key(request: MeasureRequest, width: int | None, precision: str) -
     r, c = request, request.config
     key = (r.model_file, r.sha256, r.workload, width, precision, c.batch_size, c.device)
     return key if r.steps_per_call == 1 else (*key, r.steps_per_call)
+
+
+def start_program() -> Callable[[Any], Any]:
+    """A small product whose program is this call's own: a constant drawn now is in it,
+    so no other process's program is the same, and no persistent compilation cache can
+    serve it in place of a compile."""
+    salt = 1.0 + secrets.randbits(23) / 2**23  # exact in float32
+    return lambda a: a @ a * salt
+
+
+def start_compiler(x: Any) -> None:
+    """Compile and run :func:`start_program` on ``x``'s device: the compiler's own start
+    (and an accelerator's libraries', its autotuner's), as a user's fresh process pays it.
+
+    A tune's workers share a persistent compilation cache, which served the same small
+    product to every process after the first: an H200's start-up read 55-74 ms in a fresh
+    window against 434-530 ms in a first process, while a user's process, with no such
+    cache, pays the latter. Its program is therefore unique (never read from the cache),
+    and not written there either: a user's process writes no such file, and a tune's
+    hundred processes would leave a hundred programs nobody reads."""
+    stored = getattr(jax.config, _STORED_FROM)
+    jax.config.update(_STORED_FROM, math.inf)
+    try:
+        jax.block_until_ready(jax.jit(start_program())(x))
+    finally:
+        jax.config.update(_STORED_FROM, stored)

@@ -7,7 +7,8 @@ autoplace calls Optuna while tuning): a study's identity check (``_identity``:
 its own to read a study without writing) and its writer (``_writing``, with ``_claims``:
 the trials a worker holds in flight), over one ``_access`` to the storage; ``_trials``
 says how a measurement is kept as a trial (:class:`TrialSpace`: the parameters it takes)
-and ``_history`` what a study holds (:class:`History`).
+and ``_history`` what a study holds (:class:`History`); ``_side_by_side`` reads back the
+compiles an older autoplace timed side by side on an accelerator as such.
 ``_storage`` turns a URL into one of Optuna's storages (SQLite, Journal file,
 PostgreSQL, MySQL, Redis), with timeouts so that no call hangs; Optuna's storages are
 the distributed engine, and autoplace never writes one of its own. Around them:

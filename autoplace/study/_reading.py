@@ -10,13 +10,14 @@ to reclaim.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from autoplace.config import Config
 from autoplace.measurement import Measurement
 from autoplace.study._access import Access
 from autoplace.study._history import History
+from autoplace.study._side_by_side import compiled_side_by_side, with_side_by_side
 from autoplace.study._storage import check_study_name
 from autoplace.study._trials import ATTR, PARAMS, SYSTEM_ATTR, UID, config_of, reclaimed
 
@@ -87,6 +88,7 @@ class StudyReader:
 
         stale: list[Any] = []
         finished: list[tuple[dt.datetime, int, str, Config, Measurement]] = []
+        side_by_side: set[int] = set()  # trial numbers an older engine compiled so
         pending: set[Config] = set()
         now = dt.datetime.now()
         trials = self.access.do(lambda: self.study.get_trials(deepcopy=False))
@@ -112,7 +114,9 @@ class StudyReader:
                 continue
             phase = t.user_attrs.get("phase", "search")
             finished.append((when, t.number, phase, config, Measurement.from_dict(data)))
-        return _history(finished, pending), stale
+            if compiled_side_by_side(data):
+                side_by_side.add(t.number)
+        return _history(finished, pending, side_by_side), stale
 
     def counts(self, t: Any) -> bool:
         """Whether a finished trial counts in this reader's history (``--remeasure``
@@ -139,13 +143,18 @@ class StudyReader:
 
 
 def _history(
-    finished: list[tuple[dt.datetime, int, str, Config, Measurement]], pending: set[Config]
+    finished: list[tuple[dt.datetime, int, str, Config, Measurement]],
+    pending: set[Config],
+    side_by_side: Collection[int] = (),
 ) -> History:
     """The history of the ``finished`` measurements (when, trial number, phase,
-    configuration, measurement) and the ``pending`` configurations."""
+    configuration, measurement) and the ``pending`` configurations; ``side_by_side``:
+    the trial numbers an older engine measured, compiling an accelerator's steps side by
+    side (each figure read so: :func:`with_side_by_side`)."""
     finished.sort(key=lambda f: f[:2])
+    read = with_side_by_side([(f[4], f[1] in side_by_side) for f in finished])
     measured: dict[str, list[tuple[Config, Measurement]]] = {}
-    for _, _, phase, c, m in finished:
+    for (_, _, phase, c, _), m in zip(finished, read, strict=True):
         measured.setdefault(phase, []).append((c, m))
     newest = max((number for _, number, *_ in finished), default=-1)
     return History({p: tuple(found) for p, found in measured.items()}, frozenset(pending), newest)

@@ -329,14 +329,14 @@ def test_the_devices_start_up_is_said_apart_and_counted_once_a_process():
     (said,) = [s for s in explanation.sentences if s.startswith("The first call")]
     total = GPU_INIT + one_off(winner)
     assert said.startswith(
-        f"The first call from a fresh process takes {units.seconds(total)} (gpu:0's start-up "
-        f"320 ms, once a process; tracing and lowering 50 ms, compiling 1 s, the first run "
-        "40 ms)"
+        f"The first call from a fresh process takes {units.seconds(total)} (starting gpu:0 "
+        "320 ms, as every fresh process pays it once, whatever it runs; tracing and lowering "
+        "50 ms, compiling 1 s, the first run 40 ms)"
     )
     (even,) = explanation.break_even
     assert even.one_off_s[0] == pytest.approx(total)  # once, not once per configuration
     assert even.device_start_s == (GPU_INIT, 0.0)
-    assert "(device start-up once a process, lowering, compile, first call)" in " ".join(
+    assert "(its device's start-up, once a process; lowering, compile, first call)" in " ".join(
         explanation.sentences
     )
     # Dropped from the figures, the start-up is not counted anywhere.
