@@ -12,7 +12,7 @@ from autoplace.config import Config
 from autoplace.costs import ArmModel
 from autoplace.devices import device_names
 from autoplace.limits import MachineLimits
-from autoplace.measurement import Measurement
+from autoplace.measurement import Loop, Measurement
 
 #: What holds the scaling back. ``shared``: the devices are one processor split (several
 #: CPU devices are emulated, ``JAX_NUM_CPU_DEVICES``), so more of them add no compute;
@@ -145,9 +145,10 @@ def scaling(
     (``None``: one count only). ``rates``: each configuration's samples per second as the
     verdict's table shows them (else each one's ``loop``'s own)."""
     platform = winner.device.split(":")[0]
+    timed: Loop = "step" if loop == "step" else "prefetch" if loop == "prefetch" else "fed"
 
     def rate(c: Config, m: Measurement) -> float | None:
-        return (rates or {}).get(c) or m.loop(loop).rate(c.batch_size)  # type: ignore[arg-type]
+        return (rates or {}).get(c) or m.loop(timed).rate(c.batch_size)
 
     same = {
         c: (m, r)
@@ -169,7 +170,7 @@ def scaling(
     for n in sorted(best):
         c, m, r = best[n]
         alone = by_batch.get(c.per_device_batch)
-        step, single = m.loop(loop).step_s, alone.loop(loop).step_s if alone else None
+        step, single = m.loop(timed).step_s, alone.loop(timed).step_s if alone else None
         added = step - single if n > 1 and step and single else None
         reduced = m.reduced_bytes if n > 1 else None
         reduce_s = reduced * 2 * (n - 1) / n / bandwidth if reduced and bandwidth else None
@@ -178,7 +179,7 @@ def scaling(
     model = models.get((best[1][0].device, winner.precision, winner.width))
     line = model.line(loop) if model is not None else None
     _, top_m, _ = best[max(best)]
-    step_s = top_m.loop(loop).step_s
+    step_s = top_m.loop(timed).step_s
     fixed = line.fixed if line is not None else None
     put = top_m.transfer_s if loop == "fed" else None
     cause: Cause = "unattributed"
