@@ -1,9 +1,7 @@
 """autoplace: where should this JAX model run, at what batch size and precision, and why.
 
-The public API. Importing it loads neither JAX nor Optuna (measurements run in a worker
-process, and the tuner imports Optuna when it is called), nor anything else until a
-name is used: each is imported on first access (PEP 562), so that a launcher's cached
-``autoplace.recommend(...)`` costs milliseconds, not the tuner's imports.
+The public API, each name imported on first use (PEP 562): importing autoplace loads
+neither JAX nor Optuna, so a launcher's cached ``autoplace.recommend(...)`` is cheap.
 """
 
 from __future__ import annotations
@@ -13,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from autoplace._version import __version__
 
-# Imported now, not on first use: ``autoplace.workload`` is also a submodule's name, and
-# importing that submodule would otherwise bind the module, not the decorator, here.
+# Imported now: importing the submodule ``autoplace.workload`` would bind it here instead.
 from autoplace.workload import workload
 
-if TYPE_CHECKING:  # what the names below are, for type checkers and editors
+if TYPE_CHECKING:
     from autoplace.config import PRECISIONS, Config
     from autoplace.devices import DeviceInfo
     from autoplace.errors import (
@@ -55,46 +52,27 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and editors
     )
     from autoplace.workload import Workload, WorkloadInfo
 
-#: Where each public name lives.
+#: Where each public name lives, its names space-separated.
 _HOMES = {
-    "autoplace.config": ("PRECISIONS", "Config"),
-    "autoplace.devices": ("DeviceInfo",),
+    "autoplace.config": "PRECISIONS Config",
+    "autoplace.devices": "DeviceInfo",
     "autoplace.errors": (
-        "AutoplaceError",
-        "BadInputError",
-        "BusyMachineError",
-        "ConfigFileError",
-        "KilledFromOutsideError",
-        "ModelFileError",
-        "NoAnswerError",
-        "OutputError",
-        "StorageError",
-        "StorageFaultError",
-        "WorkerError",
+        "AutoplaceError BadInputError BusyMachineError ConfigFileError KilledFromOutsideError "
+        "ModelFileError NoAnswerError OutputError StorageError StorageFaultError WorkerError"
     ),
-    "autoplace.fusing": ("fuse", "stack"),
-    "autoplace.measurement": ("Measurement",),
-    "autoplace.measuring": ("Backend", "InProcessBackend", "SubprocessBackend", "measure"),
-    "autoplace.prefetching": ("prefetch",),
-    "autoplace.recommending": ("RecommendRequest", "Recommendation", "recommend"),
-    "autoplace.settings": ("MeasureRequest", "MeasureSettings"),
+    "autoplace.fusing": "fuse stack",
+    "autoplace.measurement": "Measurement",
+    "autoplace.measuring": "Backend InProcessBackend SubprocessBackend measure",
+    "autoplace.prefetching": "prefetch",
+    "autoplace.recommending": "RecommendRequest Recommendation recommend",
+    "autoplace.settings": "MeasureRequest MeasureSettings",
     "autoplace.tuning": (
-        "Climb",
-        "Grid",
-        "GroupEvent",
-        "Objective",
-        "Space",
-        "Strategy",
-        "TrialEvent",
-        "TuneRequest",
-        "TuneResult",
-        "explain",
-        "make_objective",
-        "tune",
+        "Climb Grid GroupEvent Objective Space Strategy TrialEvent TuneRequest TuneResult "
+        "explain make_objective tune"
     ),
-    "autoplace.workload": ("Workload", "WorkloadInfo"),
+    "autoplace.workload": "Workload WorkloadInfo",
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names.split()}
 
 __all__ = [
     "PRECISIONS",

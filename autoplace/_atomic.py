@@ -14,18 +14,15 @@ from pathlib import Path
 
 from autoplace.errors import AutoplaceError, BadInputError, OutputError
 
-#: What a probe writes to learn that a folder takes a file (a recommendation is ~10 KiB).
+#: What a probe writes to learn that a folder takes a file (a recommendation: ~10 KiB).
 _PROBE_BYTES = 16384
 
 
 def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: bool = True) -> Path:
-    """Refuse, before any work, a path ``what`` cannot be written to: a folder, a device or
-    other file that is not a regular one, a missing folder (unless ``make_folders``: then
-    the nearest existing one must take it), a folder the user may not write, one where no
-    file can be made (``/proc``), one on a full disk. The folder is asked by writing a small
-    file in it, then removing it: permissions alone do not tell (root may write anywhere
-    but ``/proc``). Raises :class:`~autoplace.BadInputError`, or
-    :class:`~autoplace.errors.OutputError` for a full disk."""
+    """Refuse, before any work, a path ``what`` cannot be written to (a folder, a device, a
+    missing folder unless ``make_folders``, a read-only or full one). The folder is asked
+    by writing a small file in it: permissions alone do not tell (root cannot write
+    ``/proc``)."""
     target = Path(path)
     if target.is_dir():
         raise BadInputError(f"{target} is a folder: pass a file name for {what}")
@@ -54,7 +51,7 @@ def check_writable(path: str | os.PathLike[str], what: str, *, make_folders: boo
 
 def probe_room(folder: Path) -> None:
     """Write a small file in ``folder``, flush it to the disk and remove it; raise the
-    ``OSError`` that met (no room left, a read-only file system, no files allowed)."""
+    ``OSError`` met."""
     fd, tmp = tempfile.mkstemp(prefix=".autoplace-probe.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -67,9 +64,8 @@ def probe_room(folder: Path) -> None:
 
 
 def write_error(target: Path, exc: OSError, what: str | None = None) -> AutoplaceError:
-    """The one line for a file that could not be written: the cause in words (a full disk
-    by name), with the fix. A full disk or an I/O error is :class:`OutputError` (exit 1),
-    a path that cannot take a file :class:`BadInputError` (exit 2)."""
+    """The one line for a file that could not be written, with the fix: a full disk or an
+    I/O error is an :class:`OutputError`, a path that cannot take a file bad input."""
     folder = target.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -96,14 +92,9 @@ def write_error(target: Path, exc: OSError, what: str | None = None) -> Autoplac
 def write_atomic(
     path: str | os.PathLike[str], data: str | bytes, *, what: str | None = None
 ) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    A reader sees the old file or the new one, never half of one, even if the
-    process is killed mid-write. The file gets the permissions a new file gets under
-    the user's umask (``mkstemp`` alone would make it readable by its owner only).
-    A failure (a full disk, a folder gone) is one line (:func:`write_error`; ``what`` the
-    file is, for its fix), the old file left as it was.
-    """
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``: a reader sees
+    the old file or the new one, even if the process is killed. The file gets the user's
+    umask (``mkstemp``'s is owner-only); a failure is one line (:func:`write_error`)."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -128,26 +119,23 @@ def write_atomic(
     return target
 
 
-#: A temporary file older than this beside the target is a killed writer's leftover (a
-#: live writer's is seconds old at most), whoever wrote it.
+#: A temporary file older than this beside the target is a killed writer's leftover.
 STALE_S = 600.0
 
 
 def _host() -> str:
-    """This machine's name, as a temporary file's name carries it."""
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
 
 
 def _prefix(target: Path) -> str:
-    """How a temporary file for ``target`` is named before ``mkstemp``'s 8 random
-    characters and ``.tmp``: after the target, hidden, with the writer's host and process
-    id, so that the next write knows a killed writer's leftover at once."""
+    """A temporary file's name before ``mkstemp``'s: hidden, with the writer's host and
+    process id, so that the next write knows a dead writer's leftover at once."""
     return f".{target.name}.{_host()}.{os.getpid()}."
 
 
 def _sweep(target: Path) -> None:
-    """Remove the temporary files a writer killed mid-write left beside ``target``: one of
-    this host whose process is gone at once, any other once it is :data:`STALE_S` old."""
+    """Remove temporary files killed writers left beside ``target``: this host's dead
+    process's at once, any other once :data:`STALE_S` old."""
     now, host = time.time(), _host()
     ours = re.compile(rf"\.{re.escape(target.name)}\.([A-Za-z0-9-]+)\.(\d+)\.[a-z0-9_]{{8}}\.tmp")
     for leftover in target.parent.glob(f".{target.name}.*.tmp"):
@@ -159,8 +147,7 @@ def _sweep(target: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` lives on this host (``autoplace.host.process_alive``'s
-    check; this module sits below ``host``)."""
+    """``autoplace.host.process_alive`` (this module sits below ``host``)."""
     if pid <= 0:
         return False
     try:
@@ -173,8 +160,7 @@ def _alive(pid: int) -> bool:
 
 
 def _umask() -> int:
-    """The process's umask: read from /proc where it can be; elsewhere reading it means
-    setting it, so it is set straight back."""
+    """The process's umask, from /proc; elsewhere reading it means setting it back."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:

@@ -11,8 +11,7 @@ _Request = TypeVar("_Request")
 
 
 def build(kind: type[_Request], first: Any, **options: Any) -> _Request:
-    """``kind(first, **options)`` (a request value: ``TuneRequest``, ``RecommendRequest``),
-    a keyword it does not take refused as bad input in one line naming it and those it
+    """``kind(first, **options)``, an unknown keyword refused in one line naming those it
     takes: a launcher's typo is not a traceback."""
     fields = [f.name for f in dataclasses.fields(kind)][1:]  # type: ignore[arg-type]
     unknown = sorted(set(options) - set(fields))

@@ -1,16 +1,9 @@
-"""A Ctrl-C while a tune runs: taken by autoplace's own SIGINT handler, acted on where
+"""A Ctrl-C while a tune runs, taken by autoplace's SIGINT handler and acted on where
 stopping keeps everything.
 
-Python's own handler raises ``KeyboardInterrupt`` wherever the main thread happens to be.
-Where that is a callback the garbage collector runs (a SQLAlchemy weakref's, any
-finalizer's), Python prints "Exception ignored in ..." and drops it, and the run goes on
-(issue 50). So while a tune runs, a first SIGINT only sets an :class:`Interrupt`, and the
-tune looks at it where stopping is safe: between groups, in its waits (which wake at once),
-in a measurement worker's round trip (the measurement in flight is abandoned, and measured
-again on resume), never while a finished measurement is being recorded. There it raises
-``KeyboardInterrupt`` from its own code (:meth:`Interrupt.check`), and the stop path takes
-it as before. A second SIGINT, while the first is being handled, stops at once
-(:func:`taking_ctrl_c`) with one line saying what was kept (:attr:`Interrupt.kept`).
+Python's own ``KeyboardInterrupt`` raised inside a garbage-collector callback is printed
+and dropped (issue 50), so a first SIGINT only sets an :class:`Interrupt` that the tune
+checks where stopping is safe; a second stops at once, saying what was kept.
 """
 
 from __future__ import annotations
@@ -24,13 +17,11 @@ from types import FrameType
 
 
 class Interrupt:
-    """Whether a Ctrl-C was taken (see the module docstring): set by the handler of
-    :func:`taking_ctrl_c`; read by the tune where stopping is safe. One that no handler
-    sets (outside the main thread) never stops anything."""
+    """Whether a Ctrl-C was taken: set by :func:`taking_ctrl_c`'s handler, read by the tune."""
 
     def __init__(self) -> None:
         self._taken = threading.Event()
-        #: What a second Ctrl-C says was kept; the tune sets it once it has a study.
+        #: What a second Ctrl-C says was kept (the tune sets it once it has a study).
         self.kept: Callable[[], str] = lambda: "nothing was measured yet"
 
     def set(self) -> None:
@@ -45,7 +36,7 @@ class Interrupt:
             raise KeyboardInterrupt
 
     def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds``, or stop (:meth:`check`) as soon as a Ctrl-C is taken."""
+        """Sleep ``seconds``, or raise ``KeyboardInterrupt`` once a Ctrl-C is taken."""
         if self._taken.wait(seconds):
             raise KeyboardInterrupt
 
@@ -55,9 +46,8 @@ class Interrupt:
 
 
 class _Handler:
-    """The SIGINT handler of :func:`taking_ctrl_c`: the first sets ``interrupt``; a second
-    says what was kept and ends the process (``exit_at_once``) or raises
-    ``KeyboardInterrupt`` as Python's own handler would."""
+    """The first SIGINT sets ``interrupt``; a second says what was kept, then ends the
+    process (``exit_at_once``) or raises ``KeyboardInterrupt``."""
 
     def __init__(self, interrupt: Interrupt, exit_at_once: bool) -> None:
         self.interrupt, self._exit_at_once = interrupt, exit_at_once
@@ -82,15 +72,12 @@ class _Handler:
 
 @contextlib.contextmanager
 def taking_ctrl_c(*, exit_at_once: bool = False) -> Iterator[Interrupt]:
-    """While the block runs, SIGINT sets the :class:`Interrupt` it yields (see the module
-    docstring); the handler before is given back after. A second SIGINT says what was kept
-    and ends the process with exit code 130 (``exit_at_once``: the command line's), or
-    raises ``KeyboardInterrupt`` (a launcher's process is not autoplace's to end).
+    """While the block runs, SIGINT sets the :class:`Interrupt` it yields; a second ends the
+    process with code 130 (``exit_at_once``: the command line's) or raises
+    ``KeyboardInterrupt`` (a launcher's process is not ours to end).
 
-    Where autoplace's handler is in place already (the command line's, around the whole
-    command), its :class:`Interrupt` is yielded. Where no handler can be put in place (not
-    the main thread; SIGINT ignored, or handled by C code), an :class:`Interrupt` no
-    signal sets: a Ctrl-C then does what it did before.
+    An outer autoplace handler's :class:`Interrupt` is reused; where none can be installed
+    (not the main thread, SIGINT ignored) one that no signal sets is yielded.
     """
     before = signal.getsignal(signal.SIGINT)
     if isinstance(before, _Handler):

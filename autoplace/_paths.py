@@ -1,5 +1,4 @@
-"""Paths people type: refused in one line when the system cannot take them, and shown
-short in messages (a path of 4,000 characters is no message)."""
+"""Paths people type: refused in one line when the system cannot take them, shown short."""
 
 from __future__ import annotations
 
@@ -21,13 +20,13 @@ def shown(path: str | os.PathLike[str]) -> str:
 def _limit(name: str, default: int) -> int:
     try:
         return os.pathconf("/", name)
-    except (OSError, ValueError, AttributeError):  # not a POSIX system, or it will not say
+    except (OSError, ValueError, AttributeError):  # not POSIX, or it will not say
         return default
 
 
 def check_length(path: str | os.PathLike[str], what: str) -> Path:
-    """``path``, or :class:`BadInputError` naming ``what`` when the system cannot open it:
-    a name longer than a file name may be, or a path longer than a path may be."""
+    """``path``, or :class:`BadInputError` naming ``what`` when a name or the path is too
+    long for the system."""
     text = os.fspath(path)
     name_max, path_max = _limit("PC_NAME_MAX", 255), _limit("PC_PATH_MAX", 4096)
     longest = max(Path(text).parts, key=lambda part: len(os.fsencode(part)), default="")

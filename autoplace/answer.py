@@ -1,13 +1,9 @@
 """A tune's answer, compact and typed: what a study keeps and ``autoplace.recommend`` caches.
 
-The recommendation file holds the whole evidence; a launcher needs less, but enough to
-honour its own limits (a batch-size cap, a memory margin, a numeric tolerance) without
-measuring again: the pick with its margin, and every ranked configuration with the
-figures those limits are checked against. :class:`Answer` is that value. It crosses
-three packages (the tuner builds it, a study keeps it, a look-up reads it), and is
-stored as JSON (:meth:`Answer.as_dict`), versioned by
-:data:`ANSWER_SCHEMA`; :meth:`Answer.from_dict` reads one back and
-raises :class:`ValueError` on anything that is not one.
+Enough for a launcher to honour its own limits (a batch cap, a memory margin, a numeric
+tolerance) without measuring again: the pick with its margin and every ranked
+configuration with its figures. Stored as JSON (:meth:`Answer.as_dict`), versioned by
+:data:`ANSWER_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -16,25 +12,23 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from autoplace.devices import device_names
 
-#: The version of the compact answer a finished tune leaves for ``autoplace.recommend``
-#: (``autoplace.tuning._answer``): part of the software an answer holds for. Version 2:
-#: ``closest`` (with its ratio, interval and verdict) and ``equivalent`` for ``runner_up``.
-#: Version 3: ``question`` (what the tune searched) and the workload's default batch sizes;
-#: comparisons as a ratio and its interval (``within`` for what cannot be told apart).
+_T = TypeVar("_T", "Candidate", "Compared")
+
+#: The answer's version, part of the software an answer holds for (3: ``question``, the
+#: workload's default batch sizes, comparisons as a ratio and its interval).
 ANSWER_SCHEMA = 3
 
 
 @dataclasses.dataclass(frozen=True)
 class Question:
     """What a tune searched, and so what its answer holds for: the devices, batch sizes,
-    precisions and widths it tried, the steps per call it could time beside one (none: it
-    never fused steps), how its steps were fed, and the memory it allowed a configuration
-    (``None``: the device's). An answer answers a question only if its own covers it
-    (:meth:`covers`): a tune narrowed to batch 32 does not answer what the best batch is.
+    precisions, widths and steps per call beside one it tried, how its steps were fed, and
+    the memory it allowed (``None``: the device's). A tune narrowed to batch 32 does not
+    answer what the best batch is (:meth:`narrower`).
     """
 
     devices: tuple[str, ...]
@@ -53,20 +47,15 @@ class Question:
         )
 
     def narrower(self, other: Question) -> list[str]:
-        """What ``other`` asks that this question did not search, in words (none: this one
-        covers it)."""
+        """What ``other`` asks that this question did not search, in words (none: it answers)."""
         out = []
-        for name, mine, theirs in (
-            ("devices", self.devices, other.devices),
-            ("batch sizes", self.batch_sizes, other.batch_sizes),
-            ("precisions", self.precisions, other.precisions),
-            ("widths", self.widths, other.widths),
-            ("steps per call", self.steps_per_call, other.steps_per_call),
-        ):
+        for name in ("devices", "batch_sizes", "precisions", "widths", "steps_per_call"):
+            mine, theirs = getattr(self, name), getattr(other, name)
             missing = [v for v in theirs if v not in mine]
             if missing:
                 shown = ",".join(str(v) for v in mine) or "1"
-                out.append(f"{name} {shown} (not {','.join(map(str, missing))})")
+                said = name.replace("_", " ")
+                out.append(f"{said} {shown} (not {','.join(map(str, missing))})")
         if self.feeding != other.feeding:
             out.append(f"feeding {self.feeding} (not {other.feeding})")
         if self.max_memory is not None and (
@@ -76,8 +65,7 @@ class Question:
         return out
 
     def holds(self, c: Candidate) -> bool:
-        """Whether the configuration ``c`` is one this question asks about (its batch
-        sizes are each device's, as the search's are)."""
+        """Whether this question asks about ``c`` (its batch sizes are each device's)."""
         share = c.batch_size // len(device_names(c.device))  # each device's batch
         return (
             c.device in self.devices
@@ -86,28 +74,14 @@ class Question:
             and (None in self.widths or c.width in self.widths)
         )
 
-    def covers(self, other: Question) -> bool:
-        """Whether an answer to this question answers ``other``: it searched everything
-        ``other`` asks (devices, batch sizes, precisions, widths, steps per call), fed alike,
-        and allowed at least the memory ``other`` allows."""
-        return not self.narrower(other)
-
     @property
     def key(self) -> str:
         """A short name of this question (a study keeps each question's answer under it)."""
         text = json.dumps(self.as_dict(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "devices": list(self.devices),
-            "batch_sizes": list(self.batch_sizes),
-            "precisions": list(self.precisions),
-            "widths": list(self.widths),
-            "steps_per_call": list(self.steps_per_call),
-            "feeding": self.feeding,
-            "max_memory": self.max_memory,
-        }
+    def as_dict(self) -> dict[str, object]:
+        return _listed(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
@@ -140,26 +114,21 @@ class Candidate:
     #: ``measured`` or ``predicted`` (by XLA).
     peak_bytes_source: str | None
     deviation_vs_float32: float | None
-    #: Steps to run in one call (``autoplace.fuse``): more than one only for the pick, when
-    #: its windows showed it faster (beyond doubt, or 5% ahead on the estimate);
-    #: ``peak_bytes`` is then that call's.
+    #: Steps to run in one call (``autoplace.fuse``; the pick only); ``peak_bytes`` the call's.
     steps_per_call: int = 1
-    #: How many times faster its steps ran with two puts kept in flight
-    #: (:func:`autoplace.prefetch`) than with a put before each, in the tune's feeding
-    #: windows (the pick's; ``None``: not timed there).
+    #: How many times faster the pick's steps ran prefetched than put first (``None``: not
+    #: timed).
     prefetch_gain: float | None = None
 
     @property
     def arm(self) -> tuple[str, str, int | None]:
-        """Its device, precision and width: what its batch sizes share."""
         return (self.device, self.precision, self.width)
 
 
 @dataclasses.dataclass(frozen=True)
 class Compared:
-    """A configuration compared with the pick: how many times better the pick is, with its
-    95% interval and the verdict (``faster``, ``within``: cannot be told apart here,
-    ``slower``; see ``autoplace.tuning``'s comparisons), over ``windows`` windows."""
+    """A configuration compared with the pick: how many times better the pick is, its 95%
+    interval and verdict (``faster``, ``within`` or ``slower``) over ``windows`` windows."""
 
     device: str
     batch_size: int
@@ -174,9 +143,8 @@ class Compared:
 
 @dataclasses.dataclass(frozen=True)
 class AnswerWorkload:
-    """What was tuned: the model file (path and content hash), the workload, the widths
-    searched, the file's default width and the batch sizes a tune tries by default (the
-    file's, else autoplace's; 1 for latency): what a launcher's question asks."""
+    """What was tuned: the model file and its hash, the workload, the widths searched, the
+    default width and the batch sizes a tune tries by default."""
 
     path: str
     sha256: str
@@ -195,38 +163,26 @@ class AnswerObjective:
     unit: str | None
     run: Mapping[str, int]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "direction": self.direction, "unit": self.unit, **self.run}
 
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """A finished tune's answer (see the module docstring).
-
-    Attributes:
-        schema: the answer schema it was written with.
-        created: when the tune wrote it (ISO 8601, UTC).
-        workload, objective: what was tuned, and for what.
-        hardware: the machine's hardware key (no host name); ``measured_on`` the host.
-        software: jax, jaxlib and the schemas.
-        study, storage: the study's name and its storage (without credentials).
-        device_memory: each device's memory in bytes (``None``: unknown).
-        why: the explanation's first sentences.
-        closest: the pick against its closest configuration; ``equivalent`` those it could
-            not be told apart from.
-        findings: the findings, one line each.
-        candidates: every ranked configuration, best first (the pick first).
-        question: what the tune searched (``None``: an answer from before it was kept,
-            which answers no question for sure).
+    """A finished tune's answer: what was tuned for what, on which hardware and software,
+    in which study; the explanation's first sentences (``why``), the pick against its
+    closest and those it could not be told apart from, the findings, every ranked
+    configuration (the pick first), and the ``question`` it answers (``None``: an old
+    answer, which answers none for sure).
     """
 
     schema: int
     created: str | None
     workload: AnswerWorkload
     objective: AnswerObjective
-    hardware: Mapping[str, Any]
+    hardware: Mapping[str, object]
     measured_on: str | None
-    software: Mapping[str, Any]
+    software: Mapping[str, object]
     study: str | None
     storage: str | None
     device_memory: Mapping[str, int | None]
@@ -237,16 +193,12 @@ class Answer:
     candidates: tuple[Candidate, ...]
     question: Question | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The JSON form a study attribute and the cache keep."""
         return {
             "answer_schema": self.schema,
             "created": self.created,
-            "workload": {
-                **dataclasses.asdict(self.workload),
-                "widths": list(self.workload.widths),
-                "batch_sizes": list(self.workload.batch_sizes),
-            },
+            "workload": _listed(self.workload),
             "objective": self.objective.as_dict(),
             "hardware": dict(self.hardware),
             "measured_on": self.measured_on,
@@ -263,8 +215,7 @@ class Answer:
 
     @classmethod
     def from_dict(cls, data: Any) -> Answer:
-        """An answer read back from its JSON form. Raises :class:`ValueError` when ``data``
-        is not one (a damaged cache file, another program's attribute)."""
+        """An answer read back from its JSON form; :class:`ValueError` if it is not one."""
         try:
             wl, obj = data["workload"], dict(data["objective"])
             study = data.get("study") or {}
@@ -303,11 +254,15 @@ class Answer:
             raise ValueError(f"not an autoplace answer: {exc!r}") from None
 
 
-def _typed(kind: type, data: Mapping[str, Any]) -> Any:
-    """``kind`` from a mapping: its required fields must be there (a batch size that is a
-    whole number); fields it does not know are left out, missing optional ones are
-    ``None``."""
-    values = {f.name: data.get(f.name) for f in dataclasses.fields(kind)}
+def _listed(value: Question | AnswerWorkload) -> dict[str, object]:
+    """A dataclass's fields, its tuples as lists (as JSON keeps them)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(value).items()}
+
+
+def _typed(kind: type[_T], data: Mapping[str, Any]) -> _T:
+    """``kind`` from a mapping, its device, precision and batch size checked; unknown fields
+    left out, missing ones ``None``."""
+    values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(kind)}
     if not isinstance(values["device"], str) or not isinstance(values["precision"], str):
         raise ValueError(f"a configuration without its device or precision: {dict(data)}")
     batch = values["batch_size"]
@@ -315,7 +270,7 @@ def _typed(kind: type, data: Mapping[str, Any]) -> Any:
         raise ValueError(f"a configuration whose batch size is not a whole number: {batch!r}")
     if "confirmed" in values:
         values["confirmed"] = bool(values["confirmed"])
-    if "steps_per_call" in values:  # answers kept before steps per call were timed: one
+    if "steps_per_call" in values:  # older answers: one
         k = values["steps_per_call"]
         values["steps_per_call"] = 1 if k is None else int(k)
     return kind(**values)

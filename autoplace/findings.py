@@ -1,22 +1,14 @@
 """Findings: what a tune noticed that the user should know, as a closed set of values.
 
-Each finding carries its numbers, its likely cause and the fix that fits, and renders the
-same way in the terminal, the recommendation file and the HTML report (as hyperfine's
-warnings do): :meth:`text` is the one line, :meth:`as_dict` the file's
-``[[findings]]`` entry. They are computed once, from the verdict
-(``autoplace.tuning``), and never measured here.
-
-* :class:`BusyMachine`: other processes competed for the cores while autoplace timed.
-* :class:`CannotTellApart`: the pick and others are within the noise of each other.
-* :class:`FreshPagesEveryStep`: the step maps fresh memory every step.
-* :class:`HostMemoryGrows`: the process's memory grows step after step (a leak).
+Each carries its numbers, cause and fix, and reads alike in the terminal, the file's
+``[[findings]]`` (:func:`as_dict`) and the HTML report, as hyperfine's warnings do.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from autoplace import units
 from autoplace.machine import Interference
@@ -25,13 +17,8 @@ from autoplace.machine import Interference
 @dataclasses.dataclass(frozen=True)
 class BusyMachine:
     """Other processes competed for the cores while the verdict's measurements were timed.
-
-    Attributes:
-        interference: what the machine showed, over those measurements.
-        resolution: how close two configurations could be and still be ordered here (the
-            widest half-width of the pick's comparisons, a fraction), ``None`` when unknown.
-        policy: the ``--if-busy`` policy in force.
-    """
+    ``resolution``: how close two configurations could be and still be ordered here (a
+    fraction); ``policy``: ``--if-busy``'s."""
 
     interference: Interference
     resolution: float | None
@@ -48,12 +35,10 @@ class BusyMachine:
             told = f"; differences under ±{units.percent(r)} cannot be told apart here"
         return f"the machine was busy: {self.interference.describe()}{told}"
 
-    @property
-    def cause(self) -> str:
-        return (
-            "other processes took the cores in turns with the steps being timed, so a "
-            "figure moves between windows far more than the turns of one window show"
-        )
+    cause: ClassVar[str] = (
+        "other processes took the cores in turns with the steps being timed, so a "
+        "figure moves between windows far more than the turns of one window show"
+    )
 
     @property
     def fix(self) -> str:
@@ -68,20 +53,9 @@ CANNOT_TELL = 1.0
 
 @dataclasses.dataclass(frozen=True)
 class CannotTellApart:
-    """The pick could not be told apart from other configurations timed in its windows.
-
-    Attributes:
-        pick: the recommended configuration, in words.
-        others: the finalists it could not be told apart from, closest first.
-        within: the machine's resolution here (a fraction): how close two configurations
-            could be and still be ordered.
-        windows: the windows in fresh processes those comparisons rest on.
-        quiet: whether the machine was quiet while they were timed (``False``: busy;
-            ``None``: not known). On a quiet machine that spread is how far a figure moves
-            from one fresh process to the next there, and a rerun meets it again.
-        machine: what the machine showed meanwhile, in words (its load as ``uptime``
-            counts it, and why that can read high on a quiet machine).
-    """
+    """The pick could not be told apart from ``others`` (closest first) over ``windows``
+    windows: within ``within`` (a fraction) of each other. ``quiet``: whether the machine
+    was (``None``: not known); ``machine``: what it showed, in words."""
 
     pick: str
     others: tuple[str, ...]
@@ -92,7 +66,9 @@ class CannotTellApart:
     kind: ClassVar[str] = "cannot_tell_apart"
 
     def text(self) -> str:
-        return f"{self.pick}, or any of {_some(self.others)} ({_within(self.within, self.quiet)})"
+        more = f" and {len(self.others) - 4} more" if len(self.others) > 4 else ""
+        some = ", ".join(self.others[:4]) + more
+        return f"{self.pick}, or any of {some} ({_within(self.within, self.quiet)})"
 
     @property
     def cause(self) -> str:
@@ -116,12 +92,6 @@ class CannotTellApart:
         return f"{rerun} when the machine is idle"
 
 
-def _some(names: Sequence[str]) -> str:
-    """Up to four names, and how many more."""
-    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
-    return ", ".join(names[:4]) + more
-
-
 def _within(half: float | None, quiet: bool | None) -> str:
     if half is None or half >= CANNOT_TELL:
         return "cannot be told apart here" if quiet else "busy: cannot tell these apart"
@@ -130,18 +100,9 @@ def _within(half: float | None, quiet: bool | None) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class FreshPagesEveryStep:
-    """The measuring process took many page faults per step, the batch on the device: its
-    temporaries are mapped afresh and zeroed by the kernel every step.
-
-    Attributes:
-        config: the configuration, in words.
-        faults_per_step: page faults per step in a fresh process.
-        bytes_per_step: what they map (faults x the page size).
-        step_s: the step's time, for scale.
-        remedy: what the best setting timed against it did, in words (``None``: none was
-            timed; see ``autoplace.tuning._remedy``).
-        remedy_helps: whether that setting made it faster beyond doubt.
-    """
+    """The step's temporaries are mapped afresh and zeroed by the kernel every step.
+    ``remedy``: what the best allocator setting timed against it did, in words (``None``:
+    none timed); ``remedy_helps``: whether it made the step faster beyond doubt."""
 
     config: str
     faults_per_step: float
@@ -159,14 +120,12 @@ class FreshPagesEveryStep:
             + ")"
         )
 
-    @property
-    def cause(self) -> str:
-        return (
-            "the step's buffers are handed back to the kernel when freed and mapped again "
-            "the next step (glibc's allocator unmaps a freed block above its mmap threshold, "
-            "128 KiB rising to at most 32 MiB, and trims the top of its heap), and the "
-            "kernel zeroes every page it maps"
-        )
+    cause: ClassVar[str] = (
+        "the step's buffers are handed back to the kernel when freed and mapped again "
+        "the next step (glibc's allocator unmaps a freed block above its mmap threshold, "
+        "128 KiB rising to at most 32 MiB, and trims the top of its heap), and the "
+        "kernel zeroes every page it maps"
+    )
 
     @property
     def fix(self) -> str:
@@ -185,14 +144,8 @@ class FreshPagesEveryStep:
 
 @dataclasses.dataclass(frozen=True)
 class HostMemoryGrows:
-    """The measuring process's resident memory grew step after step (after its caches were
-    filled): something keeps every step's arrays.
-
-    Attributes:
-        config: the configuration, in words.
-        per_step_bytes: the growth per step.
-        resident_bytes: the process's resident memory at the end.
-    """
+    """The process's resident memory grew step after step once settled: something keeps
+    every step's arrays."""
 
     config: str
     per_step_bytes: float
@@ -206,24 +159,19 @@ class HostMemoryGrows:
             f" (a million steps: {units.size(self.per_step_bytes * 1e6)})"
         )
 
-    @property
-    def cause(self) -> str:
-        return (
-            "the step, make_batch or code around them keeps a reference to every step's "
-            "arrays (a list that only grows, a cache keyed by step, a Python-side log)"
-        )
+    cause: ClassVar[str] = (
+        "the step, make_batch or code around them keeps a reference to every step's "
+        "arrays (a list that only grows, a cache keyed by step, a Python-side log)"
+    )
 
-    @property
-    def fix(self) -> str:
-        return "find what holds them (tracemalloc, or jax.live_arrays() after some steps)"
+    fix: ClassVar[str] = "find what holds them (tracemalloc, or jax.live_arrays() after some steps)"
 
 
 #: Every kind of finding: the closed set.
 Finding = BusyMachine | CannotTellApart | FreshPagesEveryStep | HostMemoryGrows
-KINDS: tuple[type, ...] = (BusyMachine, CannotTellApart, FreshPagesEveryStep, HostMemoryGrows)
 
 
-def as_dict(finding: Finding) -> dict[str, Any]:
+def as_dict(finding: Finding) -> dict[str, object]:
     """The file's ``[[findings]]`` entry: the kind, the line, cause and fix, and the numbers."""
     numbers = {
         f.name: (v.as_dict() if isinstance(v, Interference) else v)
@@ -239,7 +187,6 @@ def as_dict(finding: Finding) -> dict[str, Any]:
     }
 
 
-def lines(findings: Sequence[dict[str, Any]]) -> list[str]:
-    """Each finding of a file (its ``[[findings]]``) as the terminal and the report show
-    it: ``TEXT (CAUSE); FIX``."""
+def lines(findings: Sequence[Mapping[str, object]]) -> list[str]:
+    """Each finding of a file as ``TEXT (CAUSE); FIX``."""
     return [f"{f['text']} ({f['cause']}); {f['fix']}" for f in findings]

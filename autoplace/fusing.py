@@ -1,15 +1,8 @@
-"""Steps per call: K steps of a workload inside one call, the fixed cost paid once.
+"""Steps per call: K steps inside one call, the fixed cost per call paid once.
 
-A small jitted step pays a fixed cost per call (dispatch, argument handling, a launch on
-an accelerator) that a small batch cannot amortise. Running K steps inside one call, a
-``lax.scan`` over K batches stacked along a new leading axis, pays it once per K steps,
-and the K batches cross to the device in one transfer. The arithmetic is the same, step
-after step, so K fused steps leave exactly the state of K plain ones (Keras calls this
-``steps_per_execution``).
-
-:func:`fuse` turns a workload's ``step`` into the fused one; :func:`stack` stacks K host
-batches (what ``make_batch`` returns) into the ``batches`` it takes. JAX is imported
-when they are called, not with ``autoplace``.
+A ``lax.scan`` over K batches stacked along a new leading axis (Keras's
+``steps_per_execution``): the K batches cross in one transfer, and K fused steps leave the
+state of K plain ones. JAX is imported when :func:`fuse` or :func:`stack` is called.
 """
 
 from __future__ import annotations
@@ -23,13 +16,11 @@ from autoplace.errors import BadInputError
 def fuse(
     step: Callable[[Any, Any], Any], k: int, kind: Literal["train", "infer"] = "train"
 ) -> Callable[[Any, Any], Any]:
-    """``fused(state, batches)``: ``k`` calls of ``step``, one after another, in one call.
+    """``fused(state, batches)``: ``k`` calls of ``step`` in one call.
 
-    ``batches`` is the batch pytree with a leading axis of ``k`` (see :func:`stack`). For
-    ``kind="train"`` (``step(state, batch)`` returns the next state) ``fused`` returns the
-    state after the ``k`` steps; for ``kind="infer"`` (it returns predictions, the state
-    unchanged) it returns the ``k`` predictions, stacked along a leading axis. Jit the
-    result as you would the step (``jax.jit(fuse(step, 16), donate_argnums=0)``).
+    ``batches`` has a leading axis of ``k`` (:func:`stack`). ``kind="train"`` returns the
+    state after the ``k`` steps; ``kind="infer"`` the ``k`` predictions, stacked. Jit it as
+    you would the step (``jax.jit(fuse(step, 16), donate_argnums=0)``).
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise BadInputError(f"fuse(step, k={k!r}): k is the number of steps per call, 1 or more")
@@ -57,9 +48,8 @@ def fuse(
 
 
 def stack(batches: Sequence[Any]) -> Any:
-    """Host batches (pytrees of the same structure and shapes) stacked along a new leading
-    axis: the ``batches`` a fused step takes. NumPy stays NumPy: nothing moves to a
-    device."""
+    """Host batches of one structure stacked along a new leading axis (NumPy stays NumPy):
+    the ``batches`` a fused step takes."""
     import jax
     import numpy as np
 

@@ -1,22 +1,9 @@
-"""What the machine does while autoplace times: other processes' load, and this process's
-memory. JAX-free; reads ``/proc`` and ``getrusage`` (Linux; elsewhere the figures are
-``None``).
+"""What the machine does while autoplace times: other processes' load, this process's memory.
 
-A timing is only as good as the machine is quiet. On a shared machine other processes
-take cores in turns with the step being timed, and the spread inside one window of
-turns understates how far a figure moves a minute later. So every timed chunk also
-samples (outside the timed region):
-
-* how many *other* tasks were runnable (``procs_running`` in ``/proc/stat``, less this
-  process's own running threads);
-* the share of the wall time some task waited for a CPU (Linux's pressure stall
-  information, ``/proc/pressure/cpu``, where the kernel has it);
-* the CPU time this process got against the wall time times the cores XLA may use;
-* this process's page faults and resident memory, to tell a step that maps fresh
-  memory every step (its temporaries too large for the allocator to keep) or that leaks.
-
-:class:`Interference` sums that up for a set of measurements, and says whether the
-machine was *busy* (:attr:`Interference.busy`).
+Every timed chunk also samples, outside its timed region, the other runnable tasks
+(``/proc/stat``), the CPU pressure (``/proc/pressure/cpu``), this process's CPU share, page
+faults and resident memory. :class:`Interference` sums them up for a set of measurements
+and says whether the machine was busy. JAX-free; Linux (elsewhere the figures are ``None``).
 """
 
 from __future__ import annotations
@@ -26,18 +13,18 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from autoplace.measurement import MachineFigures, Measurement
 
-#: Other runnable tasks per core, on average over the timed chunks, above which the
-#: machine counts as busy: at one other task for every two cores, a step that uses every
-#: core (XLA's CPU thread pool does) loses a quarter of them to others. (The kernel's CPU
-#: pressure is recorded, not judged: it counts the measuring process's own threads waiting
-#: for each other too; an idle 2-core machine timing a multi-threaded step read 36%.)
+#: Other runnable tasks per core above which the machine is busy: a step using every core
+#: then loses a quarter of them. (CPU pressure is recorded, not judged: it counts the
+#: measuring process's own threads waiting for each other.)
 BUSY_RUNNABLE_PER_CORE = 0.5
+#: Steps the later chunks must span before resident memory's growth is judged: a fresh
+#: process fills its caches over its first hundreds of steps.
+GROWTH_MIN_STEPS = 200
 
 
 def cores() -> int:
@@ -47,60 +34,47 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def _read(path: str) -> str | None:
+def _field(path: str, prefix: str, key: str = "") -> int | None:
+    """The number after ``key`` on the line of ``path`` starting with ``prefix``."""
     try:
-        return Path(path).read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
-
-
-def runnable_tasks() -> int | None:
-    """Tasks runnable on the machine right now (``procs_running``), ``None`` if unknown."""
-    text = _read("/proc/stat")
-    if text is None:
-        return None
     for line in text.splitlines():
-        if line.startswith("procs_running"):
-            return int(line.split()[1])
+        if line.startswith(prefix):
+            fields = line.split()
+            if not key:
+                return int(fields[1])
+            return next((int(f[len(key) :]) for f in fields if f.startswith(key)), None)
     return None
 
 
 def own_running_threads() -> int:
-    """This process's threads in state R (running or runnable) right now."""
+    """This process's threads running or runnable right now."""
     n = 0
     for stat in Path("/proc/self/task").glob("*/stat"):
         with contextlib.suppress(OSError, ValueError):
             text = stat.read_text()
-            if text[text.rindex(")") + 2] == "R":
-                n += 1
+            n += text[text.rindex(")") + 2] == "R"
     return n
 
 
 def others_running() -> int | None:
-    """Runnable tasks that are not this process's threads, right now (``None``: unknown)."""
-    total = runnable_tasks()
+    """Runnable tasks that are not this process's threads, right now."""
+    total = _field("/proc/stat", "procs_running")
     return None if total is None else max(0, total - own_running_threads())
 
 
 def pressure_us() -> int | None:
     """The kernel's running total of microseconds some task waited for a CPU."""
-    text = _read("/proc/pressure/cpu")
-    if not text:
-        return None
-    for line in text.splitlines():
-        if line.startswith("some"):
-            for field in line.split():
-                if field.startswith("total="):
-                    return int(field[len("total=") :])
-    return None
+    return _field("/proc/pressure/cpu", "some", "total=")
 
 
 def resident_bytes() -> int | None:
     """This process's resident memory."""
-    text = _read("/proc/self/statm")
-    if not text:
-        return None
-    return int(text.split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    with contextlib.suppress(OSError, IndexError):
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return None
 
 
 def load_average() -> float | None:
@@ -111,11 +85,7 @@ def load_average() -> float | None:
 
 @dataclasses.dataclass(slots=True)
 class ChunkStats:
-    """What a configuration's timed chunks saw, summed chunk by chunk (only its own chunks:
-    configurations timed in turns in one process each count their own).
-
-    :meth:`around` brackets one chunk of ``steps`` steps.
-    """
+    """What one configuration's timed chunks saw, summed chunk by chunk (:meth:`around`)."""
 
     steps: int = 0
     wall_s: float = 0.0
@@ -130,7 +100,7 @@ class ChunkStats:
     resident: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
     @contextlib.contextmanager
-    def around(self, steps: int) -> Any:
+    def around(self, steps: int) -> Iterator[None]:
         """Count what happens while the block runs ``steps`` steps."""
         before = resource.getrusage(resource.RUSAGE_SELF)
         psi, t = pressure_us(), time.perf_counter()
@@ -155,7 +125,6 @@ class ChunkStats:
             self.resident.append((self.steps, rss))
 
     def figures(self) -> MachineFigures:
-        """The measurement's machine figures (see :class:`~autoplace.MachineFigures`)."""
         if not self.steps or self.wall_s <= 0:
             return MachineFigures()
         return MachineFigures(
@@ -169,17 +138,10 @@ class ChunkStats:
 
 
 def _later(chunks: Sequence[tuple[int, int]]) -> float | None:
-    """Page faults per step over the later half of the chunks: the first steps of a process
-    fill its allocator's caches, which a training run pays once, not every step."""
+    """Page faults per step over the later half of the chunks (the first fill the caches)."""
     later = chunks[len(chunks) // 2 :]
     steps = sum(n for n, _ in later)
     return sum(f for _, f in later) / steps if steps else None
-
-
-#: Steps the later chunks must span before resident memory's growth is judged: a fresh
-#: process fills its allocator's and XLA's caches over its first hundreds of steps (an LSTM
-#: grew 50 MiB over its first 300, then not at all over the next 2,700).
-GROWTH_MIN_STEPS = 200
 
 
 def _slope(points: Sequence[tuple[int, int]]) -> float | None:
@@ -194,10 +156,9 @@ def _slope(points: Sequence[tuple[int, int]]) -> float | None:
 
 
 def _growth(points: Sequence[tuple[int, int]]) -> float | None:
-    """How resident memory grows per step once the process has settled: the slope over the
-    later half of the chunks, when they span :data:`GROWTH_MIN_STEPS` steps and the growth
-    holds up across them (a leak grows without end; a process still filling its caches
-    slows down: then 0). ``None``: too few steps to tell."""
+    """Resident memory's growth per step over the later half of the chunks, where it spans
+    :data:`GROWTH_MIN_STEPS` and holds up (a leak; caches still filling slow down: 0);
+    ``None``: too few steps to tell."""
     later = list(points[len(points) // 2 :])
     if len(later) < 4 or later[-1][0] - later[0][0] < GROWTH_MIN_STEPS:
         return None
@@ -212,17 +173,11 @@ def _growth(points: Sequence[tuple[int, int]]) -> float | None:
 class Interference:
     """How busy the machine was while a set of measurements was timed.
 
-    Attributes:
-        cores: the cores this process may run on.
-        others_running: other runnable tasks, on average over the timed chunks.
-        cpu_pressure: the share of the wall time some task waited for a CPU (``None``:
-            the kernel does not say).
-        cpu_share: the CPU time the measured process got over wall time x cores.
-        load: the 1-minute load average at the end.
-        measurements: how many measurements this sums up.
-        lock_waiters: the most other autoplace processes seen waiting for the device's
-            timing lock when a measurement's timing ended (``None``: not known). They
-            count in ``uptime``'s load average, but do not run while autoplace times.
+    ``others_running``: other runnable tasks on average; ``cpu_pressure``: the share of the
+    time some task waited for a CPU; ``cpu_share``: the measured process's CPU time over
+    wall time x cores; ``load``: the 1-minute load average at the end; ``lock_waiters``:
+    the most other autoplace processes seen waiting for the timing lock (they count in
+    ``uptime``'s load but do not run meanwhile).
     """
 
     cores: int
@@ -242,8 +197,7 @@ class Interference:
         )
 
     def describe(self) -> str:
-        """``7.0 other runnable processes on 2 cores, some task waiting for a CPU 64% of
-        the time`` (what was measured, as far as the machine says)."""
+        """What was measured, as far as the machine says, in words."""
         parts = []
         if self.others_running is not None:
             parts.append(
@@ -260,13 +214,12 @@ class Interference:
             )
         return ", ".join(parts) or "no figures from this machine"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {**dataclasses.asdict(self), "busy": self.busy}
 
     @classmethod
     def of(cls, measurements: Iterable[Measurement]) -> Interference | None:
-        """The interference over ``measurements`` (each with its machine figures, weighted
-        alike); ``None`` when none has them."""
+        """The interference over ``measurements`` weighted alike; ``None`` when none has it."""
         rows = [m.machine for m in measurements if m.machine.others_running is not None]
         if not rows:
             return None
@@ -288,13 +241,10 @@ class Interference:
 
 
 def sample(seconds: float = 1.0, every: float = 0.05) -> Interference:
-    """How busy the machine is now, sampled for ``seconds`` by this (idle) process: what a
-    tune checks before it measures, when told to wait for quiet or to refuse a busy
-    machine."""
+    """How busy the machine is now, sampled for ``seconds`` by this idle process."""
     others: list[int] = []
     psi, t = pressure_us(), time.perf_counter()
-    deadline = t + seconds
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < t + seconds:
         n = others_running()
         if n is not None:
             others.append(n)

@@ -1,9 +1,7 @@
 """What "best" means: objectives are values (a name, a direction, a scoring function).
 
-An objective scores a :class:`~autoplace.Measurement`; the search and the
-recommendation only ever compare scores, so adding an objective is adding a value
-here. Scores are computed from the stored figures every time, never read back
-from Optuna's trial value, so one study's measurements can answer several questions.
+Scores are computed from the stored figures every time, never read back from Optuna's
+trial value, so one study's measurements can answer several questions.
 """
 
 from __future__ import annotations
@@ -18,9 +16,8 @@ from autoplace.measurement import Loop, Measurement
 
 Direction = Literal["maximize", "minimize"]
 OBJECTIVES = ("throughput", "time-to-finish", "latency")
-#: How a training run feeds its steps: a host batch put on the device before each step
-#: (``put``, a plain loop), two puts kept in flight by a thread (``prefetch``:
-#: :func:`autoplace.prefetch`), or the data on the device already (``resident``).
+#: How a run feeds its steps: a host batch put before each (``put``), two puts kept in
+#: flight (``prefetch``: :func:`autoplace.prefetch`), or the data on the device (``resident``).
 Feeding = Literal["put", "prefetch", "resident"]
 FEEDINGS: tuple[Feeding, ...] = ("put", "prefetch", "resident")
 #: The timed loop each feeding's step is.
@@ -29,16 +26,11 @@ FEEDING_LOOP: dict[Feeding, Loop] = {"put": "fed", "prefetch": "prefetch", "resi
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-    """A way to score a measurement. ``score`` returns ``None`` when it cannot.
+    """A way to score a measurement (``score``: ``None`` when it cannot).
 
-    Attributes:
-        name: one of :data:`OBJECTIVES`.
-        direction: whether larger or smaller scores are better.
-        unit: what the score is in, for display.
-        run: the run length it was built with, recorded with the study.
-        loop: the timed loop the score rests on (:data:`~autoplace.measurement.Loop`):
-            ``fed`` (each step puts a fresh host batch on the device), ``prefetch`` (two
-            puts kept in flight) or ``step`` (the batch stays on the device).
+    ``name`` is one of :data:`OBJECTIVES`; ``run`` the run length it was built with,
+    recorded with the study; ``loop`` the timed loop the score rests on. The fields say how
+    it behaves, so nothing compares objectives by name.
     """
 
     name: str
@@ -47,14 +39,12 @@ class Objective:
     score_fn: Callable[[Measurement], float | None] = dataclasses.field(repr=False)
     run: dict[str, Any] = dataclasses.field(default_factory=dict)
     loop: Loop = "fed"
-    #: Whether the score is samples per second, the quantity an arm's cost line
-    #: ``t(b) = a + c·b`` speaks of: the climb tests the line before it measures between,
-    #: and the search stops timing what is clearly behind.
+    #: Whether the score is samples per second, what an arm's cost line speaks of (the
+    #: climb tests the line, the search stops timing what is clearly behind).
     rate: bool = False
-    #: Whether a step starts from one batch on the host: the transfer counts, and its steps
-    #: are neither fed three ways nor fused (the default batch is 1).
+    #: Whether a step starts from one batch on the host: neither fed three ways nor fused.
     one_batch: bool = False
-    #: What it scores, in words (``describe``).
+    #: What it scores, in words.
     description: str = ""
 
     def score(self, m: Measurement) -> float | None:
@@ -65,8 +55,7 @@ class Objective:
         return m.loop(self.loop).spread or 0.0
 
     def chunk_scores(self, m: Measurement) -> list[float]:
-        """The score once per timed chunk of its loop (that chunk's time standing in
-        for the median), in the order the chunks were timed."""
+        """The score once per timed chunk of its loop, in the order timed."""
         timed = m.loop(self.loop)
         scores = (
             self.score(m.with_loop(self.loop, dataclasses.replace(timed, step_s=t)))
@@ -76,7 +65,6 @@ class Objective:
 
     @property
     def feeding(self) -> Feeding:
-        """How the runs it scores feed their steps (see :data:`Feeding`)."""
         return next(f for f, loop in FEEDING_LOOP.items() if loop == self.loop)
 
     def better(self, a: float, b: float) -> bool:
@@ -84,8 +72,7 @@ class Objective:
         return self.key(a) > self.key(b)
 
     def key(self, score: float) -> float:
-        """A sort key for ``score``: the better the score, the larger the key, whatever
-        the direction (``max(..., key=objective.key)`` is the best)."""
+        """The better the score, the larger the key (``max(..., key=objective.key)``)."""
         return score if self.direction == "maximize" else -score
 
     def gain(self, a: float, b: float) -> float:
@@ -107,8 +94,7 @@ _FED = {
 
 
 def throughput(feeding: Feeding = "put") -> Objective:
-    """Steady-state samples per second, each step fed as ``feeding`` says (by default a
-    host batch put on the device before it, as a plain training loop does)."""
+    """Steady-state samples per second, each step fed as ``feeding`` says."""
     loop = FEEDING_LOOP[feeding]
 
     def score(m: Measurement) -> float | None:
@@ -140,14 +126,9 @@ def time_to_finish(
     epochs: int | None = None,
     feeding: Feeding = "put",
 ) -> Objective:
-    """Seconds to run a job: the device's start-up (where the measurement's process paid
-    it: each of a verdict's fresh processes does) + lower + compile + first call + the
-    remaining fed steps.
-
-    The run length is ``steps`` steps, or ``samples`` samples (times ``epochs`` when
-    given: ``samples`` is then one epoch), so the step count depends on the batch
-    size. One-off costs weigh more the shorter the run: the seeds' "first inference
-    is slow" and "small model, few epochs" cases.
+    """Seconds to run a job of ``steps`` steps or ``samples`` samples (times ``epochs``):
+    the device's start-up where the process paid it, lowering, compile, first call and
+    the remaining fed steps. One-off costs weigh more the shorter the run.
     """
     if steps is not None and samples is not None:
         raise BadInputError(
@@ -164,19 +145,15 @@ def time_to_finish(
     for label, v in (("steps", steps), ("samples", samples), ("epochs", epochs)):
         if v is not None and v < 1:
             raise BadInputError(f"--{label} must be at least 1, got {v}")
-    total = None if samples is None else samples * (epochs or 1)
+    total = 0 if samples is None else samples * (epochs or 1)
     loop = FEEDING_LOOP[feeding]
 
     def score(m: Measurement) -> float | None:
-        step = m.loop(loop).step_s
-        parts = (m.lower_s, m.compile_s, m.first_call_s, step)
-        if any(p is None for p in parts):
+        step, lower, compile_, call = m.loop(loop).step_s, m.lower_s, m.compile_s, m.first_call_s
+        if step is None or lower is None or compile_ is None or call is None:
             return None
-        n = steps if steps is not None else math.ceil(total / m.batch_size)  # type: ignore[operator]
-        # A fresh process's first use of the device, where this measurement paid it (a
-        # window's fresh processes each do): a GPU's start-up, once a run.
-        start = m.device_init_s or 0.0
-        return start + m.lower_s + m.compile_s + m.first_call_s + (n - 1) * step  # type: ignore[operator]
+        n = steps if steps is not None else math.ceil(total / m.batch_size)
+        return (m.device_init_s or 0.0) + lower + compile_ + call + (n - 1) * step
 
     run: dict[str, Any] = {"steps": steps} if steps is not None else {"samples": total}
     if epochs is not None:
@@ -196,13 +173,9 @@ def make_objective(
     epochs: int | None = None,
     feeding: str = "put",
 ) -> Objective:
-    """The objective called ``name`` (as typed on the command line), its steps fed as
-    ``feeding`` says (``put``, ``prefetch`` or ``resident``; latency puts its batch).
-
-    A run length (``steps``, ``samples``, ``epochs``) counts only for time-to-finish;
-    given with another objective it is refused rather than silently ignored; so is a
-    feeding other than ``put`` for latency (its step starts from the host by definition).
-    """
+    """The objective called ``name`` on the command line, fed as ``feeding`` says. A run
+    length with another objective than time-to-finish is refused, not ignored; so is a
+    feeding for latency."""
     if feeding not in FEEDINGS:
         raise BadInputError(
             f"unknown feeding {feeding!r}: use put (a host batch put before each step, as a "

@@ -1,15 +1,9 @@
-"""Prefetching: host batches put on the device ahead of the step that takes them.
+"""Prefetching: host batches put on the device by a thread, ahead of the step that takes them.
 
-``jax.device_put`` of a numpy batch returns early, but the step that takes the batch
-waits for its copy (on a GPU, a pageable batch is first staged into pinned memory, then
-copied): put, then step, and the step waits for the put every time. On the H200 of
-``../shared/gpu-reference/h200-2026-11-26/`` a put of the README MLP's float32 batch of
-4096 took most of a 2.1 ms step whose compute took 76 µs. :func:`prefetch` issues the
-puts on a background thread, ``depth`` of them ahead of the step, so the copies overlap
-the steps (580 µs a step there): the convention of Flax's ``prefetch_to_device`` and
-Grain's device buffer, whose default depth 2 keeps one put overlapping each step.
-
-JAX is imported when :func:`prefetch` is called, not with ``autoplace``.
+Put-then-step makes the step wait for its batch's copy every time; keeping ``depth`` puts in
+flight overlaps the copies with the steps (on an H200, the README MLP's batch of 4096: 2.1
+ms a step put first, 580 µs prefetched), as Flax's ``prefetch_to_device`` and Grain's device
+buffer do. JAX is imported when :func:`prefetch` is called.
 """
 
 from __future__ import annotations
@@ -21,26 +15,20 @@ from typing import Any
 
 from autoplace.errors import BadInputError
 
-#: How long a wait on the queue lasts before the waiter looks whether the other side is
-#: gone (the consumer stopped, or the thread died): never a wait without end.
+#: How long a wait on the queue lasts before the waiter looks whether the other side is gone.
 _POLL_S = 0.1
-#: What the thread puts on the queue: a batch, the end of the source, or its error.
+#: What the thread queues: a batch, the end of the source, or its error.
 _BATCH, _END, _ERROR = "batch", "end", "error"
 
 
 def prefetch(batches: Iterable[Any], device: Any, depth: int = 2) -> Iterator[Any]:
-    """The batches of ``batches`` (pytrees of numpy arrays), in the same order, each
-    already put on ``device``, with ``depth`` puts kept in flight ahead of the consumer by
-    a background thread.
+    """The batches of ``batches`` (pytrees of numpy arrays) in order, each already put on
+    ``device``, ``depth`` puts kept in flight by a background thread.
 
-    ``device`` is a ``jax.Device``, a device name as autoplace writes it (``"cpu:0"``,
-    ``"gpu:0"``: ``recommendation.device``), or anything ``jax.device_put`` takes (a
-    sharding). The thread starts at the first batch asked for and takes at most
-    ``depth + 1`` batches from ``batches`` beyond those handed out (``depth`` put and
-    waiting, one being put). An exception ``batches`` (or a put) raises is raised to the
-    consumer, where that batch would have come. Stopping early (``break``, ``close()``, or
-    the iterator dropped) stops the thread at its next batch. Use it where the
-    recommendation says prefetching helps::
+    ``device`` is a ``jax.Device``, a name as autoplace writes it (``"gpu:0"``:
+    ``recommendation.device``) or anything ``jax.device_put`` takes. An exception of
+    ``batches`` (or a put) is raised where its batch would have come; stopping early
+    (``break``, ``close()``) stops the thread::
 
         for batch in autoplace.prefetch(make_batches(), rec.device):
             state = step(state, batch)
@@ -50,8 +38,7 @@ def prefetch(batches: Iterable[Any], device: Any, depth: int = 2) -> Iterator[An
             f"prefetch(..., depth={depth!r}): depth is how many puts to keep in flight, 1 or "
             "more (2 keeps one put overlapping each step)"
         )
-    target = _device(device)
-    return _prefetched(iter(batches), target, depth)
+    return _prefetched(iter(batches), _device(device), depth)
 
 
 def _device(device: Any) -> Any:
@@ -83,7 +70,6 @@ def _device(device: Any) -> Any:
 
 
 def _prefetched(source: Iterator[Any], device: Any, depth: int) -> Iterator[Any]:
-    """The batches of ``source`` put on ``device`` by a thread, ``depth`` ahead."""
     waiting: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
     thread = threading.Thread(
@@ -104,9 +90,9 @@ def _prefetched(source: Iterator[Any], device: Any, depth: int) -> Iterator[Any]
                 raise value
             else:
                 return
-    finally:  # the end, an error, or the consumer stopped early: the thread stops too
+    finally:  # however it ends, the thread stops and its queued batches are freed
         stop.set()
-        while not waiting.empty():  # frees the thread's put, and the device's buffers
+        while not waiting.empty():
             try:
                 waiting.get_nowait()
             except queue.Empty:
@@ -116,8 +102,7 @@ def _prefetched(source: Iterator[Any], device: Any, depth: int) -> Iterator[Any]
 def _fill(
     source: Iterator[Any], device: Any, waiting: queue.Queue[tuple[str, Any]], stop: threading.Event
 ) -> None:
-    """The thread: put each batch of ``source`` on ``device`` and queue it, until the
-    source ends or raises (queued too) or ``stop`` is set."""
+    """The thread: put each batch on ``device`` and queue it, then the end or the error."""
     import jax
 
     try:
@@ -133,7 +118,9 @@ def _fill(
         _offer(waiting, stop, (_ERROR, exc))
 
 
-def _offer(waiting: queue.Queue[tuple[str, Any]], stop: threading.Event, item: Any) -> bool:
+def _offer(
+    waiting: queue.Queue[tuple[str, Any]], stop: threading.Event, item: tuple[str, Any]
+) -> bool:
     """Queue ``item`` once there is room; ``False`` if the consumer stopped first."""
     while not stop.is_set():
         try:

@@ -1,8 +1,5 @@
-"""The recommendation file: what to run, with the evidence, as versioned TOML.
-
-Written atomically (a reader sees the old file or the new one); read back with a
-check of the schema version, so a damaged or future file gets one clear error.
-"""
+"""The recommendation file: what to run, with the evidence, as versioned TOML, written
+atomically and read back checked (a damaged or future file is one clear error)."""
 
 from __future__ import annotations
 
@@ -22,12 +19,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 SCHEMA_VERSION = 4
-#: Versions this autoplace reads: version 3 is version 4 without ``devices``, ``mesh`` and
-#: ``per_device_batch_size`` beside each configuration (one device: ``device`` alone, the
-#: batch its own) and ``reduced_bytes`` in its figures; version 2 is version 3 with
-#: ``runner_up`` and
-#: ``within_noise`` for ``closest`` and ``equivalent``, and without ``[machine]`` and
-#: ``[[findings]]``; version 1 is version 2 without ``[explanation]``.
+#: Versions this autoplace reads (3: one device a configuration; 2: ``runner_up`` for
+#: ``closest``, no ``[machine]`` nor ``[[findings]]``; 1: no ``[explanation]``).
 READABLE = (1, 2, 3, 4)
 
 #: Sections every file has.
@@ -44,15 +37,14 @@ def _clean(value: Any) -> Any:
 
 
 def write(path: str | Path, document: dict[str, Any]) -> Path:
-    """Write ``document`` (which must carry ``schema_version``) to ``path`` atomically; a
-    failure (a full disk) is one line naming its cause (:func:`._atomic.write_error`)."""
+    """Write ``document`` (of the current ``schema_version``) to ``path`` atomically."""
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError("recommendation documents must carry the current schema_version")
     return write_atomic(path, tomli_w.dumps(_clean(document)), what="the recommendation (--out)")
 
 
 def read(path: str | Path) -> dict[str, Any]:
-    """Read and check a recommendation file. Raises :class:`ConfigFileError` with the fix."""
+    """Read and check a recommendation file; :class:`ConfigFileError` with the fix."""
     p = check_length(path, "recommendation file")
     if p.suffix == ".py":
         raise ConfigFileError(
@@ -100,8 +92,8 @@ def read(path: str | Path) -> dict[str, Any]:
 
 
 def _check_version(p: Path, data: dict[str, Any]) -> None:
-    """Refuse a TOML file that is not a recommendation file (no ``schema_version``: an
-    empty file, a ``pyproject.toml``), or of a version this autoplace cannot read."""
+    """Refuse a TOML file without ``schema_version`` (a ``pyproject.toml``) or of a version
+    this autoplace cannot read."""
     if "schema_version" not in data:
         what = "empty" if not data else f"a TOML file of {_tables(data)}"
         raise ConfigFileError(
@@ -124,8 +116,8 @@ def _check_version(p: Path, data: dict[str, Any]) -> None:
         )
 
 
-def _as_written(key: str, value: Any) -> str:
-    """``key = value`` as TOML writes it, and what kind of value that is, in one line."""
+def _as_written(key: str, value: object) -> str:
+    """``key = value`` as TOML writes it, and its kind."""
     if isinstance(value, (dict, list)):
         return f"{key} as {'a table' if isinstance(value, dict) else 'an array'}"
     kind = {str: "a string", float: "a float", bool: "a boolean"}.get(type(value), "a date")
@@ -148,7 +140,7 @@ def _wrong_values(data: dict[str, Any]) -> str | None:
             return f"{section} = {data[section]!r}, not a table"
     rec = data["recommendation"]
 
-    def count(value: Any) -> bool:
+    def count(value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
     checks = [

@@ -8,10 +8,9 @@ from autoplace.config import Config
 from autoplace.errors import BadInputError
 
 #: The largest relative deviation from float32 a recommended lower precision may show
-#: (``--max-deviation``; docs/search.md says why this value, for training and inference).
+#: (``--max-deviation``; docs/search.md says why).
 DEFAULT_MAX_DEVIATION = 0.05
-#: The steps per call a tune times the pick at beside one, where its fixed cost matters
-#: (``--steps-per-call``; see ``autoplace.tuning._fusing``).
+#: The steps per call a tune times the pick at beside one (``--steps-per-call``).
 DEFAULT_STEPS_PER_CALL = (4, 16)
 
 
@@ -19,53 +18,39 @@ DEFAULT_STEPS_PER_CALL = (4, 16)
 class MeasureSettings:
     """How hard to try to get a stable steady-state number, and when to give up.
 
-    The steady-state loop times chunks of steps (each chunk at least
-    ``sample_min_s`` long, ended by ``block_until_ready``) until ``min_samples``
-    chunks agree within ``target_spread`` (interquartile range / median; for loops
-    timed in turns, their turn-by-turn ratios may agree instead), or
-    ``time_cap_s`` has passed (with at least 3 chunks), or ``max_samples``.
+    A loop times chunks of steps (each at least ``sample_min_s``) until ``min_samples``
+    agree within ``target_spread`` (IQR / median; loops timed in turns: their ratios), or
+    ``time_cap_s`` has passed with ``min_chunks`` timed, or ``max_samples``.
     """
 
     warmup_steps: int = 2
-    #: A loop stops at its time cap only once it has timed this many chunks: a figure from
-    #: three chunks moved by 11% between windows (issue 36), the first chunk after a cold
-    #: start being one of the three.
+    #: Chunks a loop times before its time cap may stop it (three moved 11%: issue 36).
     min_chunks: int = 3
-    #: Untimed steps for about this long before a loop's first timed chunk, in its own
-    #: turn (the others idle): a fresh process's first fraction of a second runs slow (its
-    #: allocator's first pages, its thread pool and caches settling). Run side by side
-    #: instead, the warm-up left the processes' timed loops sharing the cores with
-    #: runnable threads for seconds after (issue 36, docs/measurement.md).
+    #: Untimed steps for about this long before a loop's first chunk, in its own turn: a
+    #: fresh process's first fraction of a second runs slow (docs/measurement.md).
     warmup_s: float = 0.0
     min_samples: int = 5
     max_samples: int = 40
     target_spread: float = 0.03
     sample_min_s: float = 0.05
-    #: For loops timed in turns: before each timed chunk, steps run untimed for about
-    #: this long (none for a step longer than twice this). A loop resumed after another
-    #: loop's turn runs slow for its first few steps (caches, cores gone idle), which
-    #: would count against the loop with the shorter chunks.
+    #: For loops timed in turns: untimed steps for about this long before each chunk (a
+    #: loop resumed after another's turn runs slow for its first few steps).
     settle_s: float = 0.03
     time_cap_s: float = 1.0
     #: Time cap of the loop that feeds a host batch every step.
     fed_time_cap_s: float = 1.0
-    #: Time cap of the same loop with two puts kept in flight by a background thread
-    #: (``Measurement.prefetch_step_s``); 0: not timed.
+    #: Time cap of the loop with two puts kept in flight; 0: not timed.
     prefetch_time_cap_s: float = 0.0
-    #: Time cap of timing the host-to-device transfer of one batch (at least 3 puts).
+    #: Time cap of timing one batch's transfer (at least 3 puts).
     transfer_cap_s: float = 0.3
     #: Whole-measurement limit; past it the worker is killed and the result is ``timeout``.
     timeout_s: float = 300.0
     #: Configurations XLA predicts to need more bytes than this are not run (``too_big``).
     max_memory: int | None = None
-    #: For loops timed in turns: stop timing a configuration whose time per sample was more
-    #: than this many times the first configuration's (the search's reference) in every one
-    #: of its first four turns, or later (``None``: never; see ``_timing.behind``).
+    #: For loops timed in turns: stop timing a configuration over this many times the first's
+    #: time per sample in its first four turns (``None``: never; ``_timing.behind``).
     stop_behind: float | None = None
-    #: For loops timed in turns: stop timing a configuration after its first turn where
-    #: its chunk took half a second or more at over twice the first configuration's time
-    #: per sample (``_timing.far_behind``): the search's large batches, and a fusing
-    #: window's many steps a call that run slower than one a call.
+    #: ... or after a turn of half a second or more at over twice it (``_timing.far_behind``).
     stop_far_behind: bool = False
     #: Compare a lower precision's first output with float32 on the same inputs.
     deviation: bool = True
@@ -88,14 +73,9 @@ class MeasureSettings:
 class MeasureRequest:
     """Everything a worker needs to measure one configuration.
 
-    ``env``: environment variables the measuring process starts with (an allocator setting
-    autoplace times as a remedy). Only a process started for this request can have them:
-    :meth:`autoplace.Backend.measure_fresh` honours them, the other calls refuse them.
-
-    ``steps_per_call``: steps run in one call of the compiled program (``K``): the step
-    fused with :func:`autoplace.fuse` over ``K`` batches stacked along a new leading axis,
-    one transfer a call. The measurement's figures stay per step (see
-    :attr:`autoplace.Measurement.steps_per_call`).
+    ``env``: the measuring process's environment variables (a remedy timed); only
+    :meth:`autoplace.Backend.measure_fresh` honours them. ``steps_per_call``: K steps fused
+    in one call (:func:`autoplace.fuse`); the figures stay per step.
     """
 
     model_file: str
@@ -108,8 +88,7 @@ class MeasureRequest:
 
     @property
     def samples_per_call(self) -> int:
-        """The samples one call of the compiled program takes: the batch times the steps a
-        call (what the stop rules compare per sample, ``_timing.behind``)."""
+        """The samples one call takes (what the stop rules compare per sample)."""
         return self.config.batch_size * self.steps_per_call
 
     def __post_init__(self) -> None:

@@ -19,8 +19,7 @@ _SIZE_UNITS = {
 
 
 def parse_size(text: str, what: str = "size") -> int:
-    """``"8GiB"`` -> 8589934592. Bare numbers are bytes. ``what`` names the value in an
-    error (the option it came from: ``--max-memory``)."""
+    """``"8GiB"`` -> 8589934592; bare numbers are bytes. ``what`` names it in an error."""
     match = _SIZE_RE.match(text)
     unit = (match[2] or "").lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
@@ -31,14 +30,13 @@ def parse_size(text: str, what: str = "size") -> int:
     return value
 
 
-#: The largest deviation from float32's output a limit may allow: 100% is an output as far
-#: from float32's as float32's is from zero (past it, nothing is left out).
+#: The largest deviation from float32's output a limit may allow (past 100%, nothing is
+#: left out).
 MOST_DEVIATION = 1.0
 
 
 def parse_fraction(text: str, what: str, at_most: float | None = None) -> float | None:
-    """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None`` (no limit); over ``at_most``
-    is refused."""
+    """``"5%"`` or ``"0.05"`` -> 0.05; ``"off"`` -> ``None``; over ``at_most`` refused."""
     t = text.strip().lower()
     if t in ("off", "none"):
         return None
@@ -97,8 +95,7 @@ def rate(value: float | None, unit: str = "") -> str:
 
 
 def count(value: float | None) -> str:
-    """A count (of samples, steps): whole below ten thousand (``2,490``), else as a rate
-    writes it (``2.49 M``)."""
+    """A count: whole below ten thousand (``2,490``), else as a rate (``2.49 M``)."""
     if value is None:
         return "-"
     return f"{math.ceil(value):,}" if value < 1e4 else rate(value)
@@ -109,7 +106,7 @@ def percent(value: float | None) -> str:
 
 
 def parse_list(text: str, what: str = "list") -> list[str]:
-    """``"a, b,c"`` -> ``["a", "b", "c"]``; an empty one is refused, not taken for the default."""
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; an empty one is refused."""
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise BadInputError(
@@ -139,11 +136,11 @@ def parse_ints(text: str, what: str) -> list[int]:
         )
         raise BadInputError(f"cannot read {what} {text!r}{which}: give {like}") from None
     if ".." in text:
-        if not (_power_of_two(low) and _power_of_two(high)):
+        if low & (low - 1) or high & (high - 1):  # not powers of two
             raise BadInputError(
                 f"{what} {text!r}: a range runs from a power of two to a power of two (the "
-                f"nearest inside it: {_next_power(low)}..{_next_power(high + 1) // 2}); "
-                "for other sizes give a list like 3,10,100"
+                f"nearest inside it: {1 << (low - 1).bit_length()}.."
+                f"{2 ** (high.bit_length() - 1)}); for other sizes give a list like 3,10,100"
             )
         return [2**i for i in range(low.bit_length() - 1, high.bit_length())]
     if any(v < 1 for v in values):
@@ -151,24 +148,13 @@ def parse_ints(text: str, what: str) -> list[int]:
     return values
 
 
-def _power_of_two(n: int) -> bool:
-    return n >= 1 and n & (n - 1) == 0
-
-
-def _next_power(n: int) -> int:
-    """The smallest power of two at least ``n``."""
-    return 1 << max(0, n - 1).bit_length()
-
-
-#: A ratio whose interval's high end is more than this many times its low one carries no
-#: figure worth printing (as on a busy machine): the ratio alone is said.
+#: A ratio whose interval spans more than this factor is said alone.
 CARRIED = 2.0
 
 
 def ratio(value: float, low: float | None = None, high: float | None = None) -> str:
-    """A ratio with its 95% interval, as every renderer writes it: ``1.36x (95%: 1.29–1.43)``;
-    the ratio alone where the interval is unknown or too wide to say anything
-    (:data:`CARRIED`). Never ``1.36 ± 0.07``: a ratio's interval is not symmetric."""
+    """A ratio with its 95% interval: ``1.36x (95%: 1.29–1.43)`` (never ``± x``: it is not
+    symmetric); alone where the interval is unknown or too wide (:data:`CARRIED`)."""
     if low is None or high is None or low <= 0 or not high / low <= CARRIED:
         return f"{value:.2f}x"
     return f"{value:.2f}x (95%: {low:.2f}–{high:.2f})"

@@ -1,7 +1,7 @@
 """The model-file protocol: how a user's JAX code becomes something autoplace can measure.
 
-A model file is plain Python. It holds one or more *workload functions*; each takes
-``(width, dtype)`` and returns a :class:`Workload`::
+A model file is plain Python holding workload functions, each ``(width, dtype) ->``
+:class:`Workload`::
 
     @autoplace.workload(widths=(128, 1000), default_width=128)
     def mlp(width, dtype):
@@ -10,11 +10,9 @@ A model file is plain Python. It holds one or more *workload functions*; each ta
         def make_batch(batch_size, rng): ...  # host numpy arrays
         return autoplace.Workload(state=params, step=step, make_batch=make_batch)
 
-Undecorated files work too: a function named ``workload`` is found by name, and the
-module constants ``WIDTHS`` and ``DEFAULT_WIDTH`` declare its widths.
-
-Loading a file runs the user's code, so autoplace only ever does it inside a
-measurement worker (see :mod:`autoplace.measuring`); this module itself imports no JAX.
+Undecorated, a function named ``workload`` is found, its widths in ``WIDTHS`` and
+``DEFAULT_WIDTH``. Loading a file runs the user's code, so only a measurement worker does
+it; this module imports no JAX.
 """
 
 from __future__ import annotations
@@ -26,7 +24,8 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,18 +44,12 @@ CONVENTIONAL_NAME = "workload"
 class Workload:
     """What a workload function returns: everything needed to run one step.
 
-    Attributes:
-        state: the initial state, a pytree of arrays. For training, the parameters
-            and optimiser state; for inference, the parameters.
-        step: ``step(state, batch)``. With ``kind="train"`` it returns the next
-            state (same structure), and autoplace donates the old one as a real
-            training loop would. With ``kind="infer"`` it returns predictions and
-            the state is reused unchanged.
-        make_batch: ``make_batch(batch_size, rng)`` returns one batch as a pytree of
-            host (numpy) arrays whose leading axis is ``batch_size``; ``rng`` is a
-            ``numpy.random.Generator``. It should not touch a device: autoplace
-            times the host-to-device transfer itself.
-        kind: ``"train"`` or ``"infer"``.
+    ``state``: the initial pytree of arrays (parameters, and optimiser state to train).
+    ``step(state, batch)``: with ``kind="train"`` returns the next state (the old one is
+    donated); with ``kind="infer"`` returns predictions, the state reused.
+    ``make_batch(batch_size, rng)``: one batch of host (numpy) arrays, leading axis
+    ``batch_size``, from a ``numpy.random.Generator``; it must not touch a device
+    (autoplace times the transfer itself).
     """
 
     state: Any
@@ -80,19 +73,18 @@ class Workload:
 
 @dataclasses.dataclass(frozen=True)
 class WorkloadInfo:
-    """What the decorator (or the module constants) declare about a workload function."""
+    """What the decorator (or the module constants) declare about a workload function;
+    ``batch_sizes``: those a tune searches by default (empty: autoplace's)."""
 
     name: str
     widths: tuple[int, ...]
     default_width: int | None
     doc: str = ""
-    #: Batch sizes the tuner searches by default (empty: autoplace's default list).
     batch_sizes: tuple[int, ...] = ()
 
 
 def check_width(width: int, declared: Sequence[int]) -> None:
-    """Refuse a width the model file does not declare: its workload function was never
-    written for it (the decorator's ``widths``, or the file's ``WIDTHS``)."""
+    """Refuse a width the model file does not declare."""
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise BadInputError(f"width must be a whole number of at least 1, got {width!r}")
     if width not in declared:
@@ -111,15 +103,11 @@ def workload(
     batch_sizes: Sequence[int] = (),
     name: str | None = None,
 ) -> Any:
-    """Mark ``fn(width, dtype) -> Workload`` as a workload and declare its widths.
+    """Mark ``fn(width, dtype) -> Workload`` as a workload, bare or with arguments.
 
-    ``widths`` are the widths ``fn`` takes (leave it out for a model without widths: it
-    is then called with ``width=None``). ``batch_sizes`` optionally narrows the batch
-    sizes ``autoplace tune`` searches by default (for a model whose large batches would
-    take minutes per step).
-
-    Returns ``fn`` itself, unchanged but for one attribute, so the function stays
-    callable as plain Python. Usable bare (``@workload``) or with arguments.
+    ``widths``: the widths ``fn`` takes (none: called with ``width=None``);
+    ``batch_sizes``: narrows those ``autoplace tune`` searches by default. Returns ``fn``
+    itself, marked, so it stays callable as plain Python.
     """
 
     def mark(f: Callable[..., Workload]) -> Callable[..., Workload]:
@@ -141,10 +129,8 @@ def workload(
 def _declared(
     widths: Any, default: Any, where: str, names: tuple[str, str]
 ) -> tuple[tuple[int, ...], int | None]:
-    """A workload's declared widths (``None``: none declared) and default (the first width
-    when none is given), checked: whole numbers, at least one, the default among them.
-    ``names``: how the file spells the two (the decorator's arguments, or the module
-    constants)."""
+    """Declared widths and their default (the first), checked; ``names``: how the file spells
+    the two."""
     ws = _counts(() if widths is None else widths, f"{where}{names[0]}")
     if widths is not None and not ws:
         raise ModelFileError(
@@ -164,7 +150,6 @@ def _declared(
 
 
 def _counts(values: Any, what: str) -> tuple[int, ...]:
-    """``values`` as whole numbers of at least 1, or :class:`ModelFileError` naming them."""
     try:
         given = tuple(values)
     except TypeError:
@@ -223,8 +208,7 @@ def describe_exception(exc: BaseException, path: Path | None = None) -> str:
 
 
 def _import_fix(exc: BaseException) -> str:
-    """What to do about a model file that failed to import: install what it imports where
-    that is missing (the file is fine), else fix the file."""
+    """Install what the file imports where that is missing, else fix the file."""
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         return (
@@ -235,15 +219,14 @@ def _import_fix(exc: BaseException) -> str:
     return "fix the file and run again"
 
 
-def import_model_file(path: Path) -> Any:
-    """Import the file as a fresh module. Raises :class:`ModelFileError` on any failure."""
+def import_model_file(path: Path) -> types.ModuleType:
+    """Import the file as a fresh module; any failure is a :class:`ModelFileError`."""
     module_name = f"_autoplace_model_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ModelFileError(f"cannot import {path}: it must be a Python source file (.py)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    # The file may import siblings (a shared layers.py), as it would when run directly.
     sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
@@ -262,7 +245,9 @@ def import_model_file(path: Path) -> Any:
     return module
 
 
-def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Callable[..., Any]]]:
+def find_workloads(
+    module: types.ModuleType, path: Path
+) -> dict[str, tuple[WorkloadInfo, Callable[..., Any]]]:
     """The workload functions of an imported model file, by name."""
     found: dict[str, tuple[WorkloadInfo, Callable[..., Any]]] = {}
     for value in vars(module).values():
@@ -295,9 +280,7 @@ def find_workloads(module: Any, path: Path) -> dict[str, tuple[WorkloadInfo, Cal
 
 def declared_workloads(path: Path) -> list[str]:
     """The workloads a model file declares, read from its source without importing it (a
-    launcher's look-up must not import JAX): the functions marked ``@autoplace.workload``
-    (or ``@workload``), else one named ``workload``. A file that does not parse lists none:
-    importing it will say why."""
+    launcher's look-up must not import JAX); none if it does not parse."""
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
@@ -314,8 +297,8 @@ def declared_workloads(path: Path) -> list[str]:
     return found or [f.name for f in functions if f.name == CONVENTIONAL_NAME]
 
 
-def pick_workload(found: dict[str, Any], path: Path, name: str | None) -> str:
-    """The name to use: ``name`` if given and present, else the only one in the file."""
+def pick_workload(found: Mapping[str, object], path: Path, name: str | None) -> str:
+    """``name`` if given and present, else the only one in the file."""
     if name is not None:
         if name not in found:
             raise ModelFileError(

@@ -1,38 +1,30 @@
 """Why the winner wins: the answers each arm's cost model (:mod:`autoplace.costs`) gives,
-in sentences.
+in sentences, from the study's own measurements (nothing here measures or imports JAX).
 
-* the answers, a family each: ``_crossing`` (where two arms' lines cross), ``_run_length``
-  (compile break-even, run-length picks), ``_fixed_cost`` (put, dispatch or neither),
-  ``_feeding`` (the feeding share and its remedies), ``_emulated`` (precisions with no
-  faster kernels), ``_memory`` (the largest batch that fits);
-* ``_explanation``: :class:`Explanation`, the answers found; ``_sentences``: them in
-  words, most important first;
-* ``_plots``: the throughput figure and the helpers every figure of the report uses
-  (markers placed right on log axes); plotly is imported when a figure is drawn.
-
-Nothing here measures or imports JAX: the study's own measurements are the evidence.
+The answers, a family a module (``_crossing``, ``_run_length``, ``_fixed_cost``,
+``_feeding``, ``_emulated``, ``_memory``, ``_devices``), are found by ``_explanation``
+and said by ``_sentences``; ``_plots`` draws the throughput figure and holds the helpers
+every figure of the report uses.
 """
 
 from autoplace.explaining._explanation import MEMORY_MARGIN, explain_figures
 from autoplace.explaining._plots import (
     FAR,
-    PALETTE,
-    Style,
-    arm_key,
     arm_styles,
     clusters,
-    configuration_label,
     decades,
     hline,
     layout,
     linear_ticks,
     log2_axis,
+    log_axis,
+    marked,
     note,
     octaves,
     precision_color,
+    scatter,
     short_label,
     throughput_figure,
-    vline,
 )
 from autoplace.explaining._run_length import finish_s, per_sample
 from autoplace.explaining._value import Explanation
@@ -40,13 +32,9 @@ from autoplace.explaining._value import Explanation
 __all__ = [
     "FAR",
     "MEMORY_MARGIN",
-    "PALETTE",
     "Explanation",
-    "Style",
-    "arm_key",
     "arm_styles",
     "clusters",
-    "configuration_label",
     "decades",
     "explain_figures",
     "finish_s",
@@ -54,11 +42,13 @@ __all__ = [
     "layout",
     "linear_ticks",
     "log2_axis",
+    "log_axis",
+    "marked",
     "note",
     "octaves",
     "per_sample",
     "precision_color",
+    "scatter",
     "short_label",
     "throughput_figure",
-    "vline",
 ]

@@ -5,32 +5,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
-from autoplace.config import Config
+from autoplace.config import Arm, Config
 from autoplace.costs import ArmModel
-from autoplace.measurement import Measurement
+from autoplace.measurement import Loop, Measurement
 
 
 @dataclasses.dataclass(frozen=True)
 class Crossover:
-    """Where ``faster``'s line (the smaller cost per sample) drops below ``slower``'s:
-    above batch ``above``, within ``low..high``, the batches both lines hold for;
-    ``above == low``: at every one of them; ``None``: at none."""
+    """Where ``faster``'s line (the smaller cost per sample) drops below ``slower``'s: above
+    batch ``above`` within ``low..high``, the batches both lines hold for (``above == low``:
+    at every one; ``None``: at none). ``measured_against`` and ``best_against`` say, in
+    words, where the measurements disagree (:func:`against_figures`)."""
 
     faster: str
     slower: str
     above: float | None
     low: int
     high: int
-    #: Where the measurements disagree with what the lines say, in words (see
-    #: :func:`against_figures`); empty when they agree.
     measured_against: str = ""
-    #: When the arm behind where both lines hold is ahead at its own best batch, the two
-    #: bests in words (a reader sees those in the table of bests).
     best_against: str = ""
-    faster_arm: tuple[str, str, int | None] | None = dataclasses.field(default=None, repr=False)
-    slower_arm: tuple[str, str, int | None] | None = dataclasses.field(default=None, repr=False)
+    faster_arm: Arm | None = dataclasses.field(default=None, repr=False)
+    slower_arm: Arm | None = dataclasses.field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, object]:
         out = dataclasses.asdict(self)
@@ -40,9 +36,8 @@ class Crossover:
 
 
 def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | None:
-    """Above which batch the arm with the smaller per-sample cost beats the other, within
-    the batches both lines hold for (up to ``largest``); ``None`` without lines, or when
-    the batches they hold for do not overlap."""
+    """Above which batch the arm with the smaller per-sample cost beats the other, within the
+    batches both lines hold for (up to ``largest``); ``None`` where they share none."""
     la, lb = a.line(loop), b.line(loop)
     if la is None or lb is None:
         return None
@@ -70,17 +65,16 @@ def crossover(a: ArmModel, b: ArmModel, loop: str, largest: int) -> Crossover | 
     )
 
 
-def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: str) -> Crossover:
-    """``x`` checked against the measurements of its two arms: at every batch from
-    ``x.low`` to ``x.high`` both measured, is the one the lines put ahead measured ahead
-    (beyond both points' spread)? And is the arm behind there ahead at its own best
-    batch? What disagrees is kept in words, for the sentence to say."""
+def against_figures(x: Crossover, figures: Mapping[Config, Measurement], loop: Loop) -> Crossover:
+    """``x`` checked against its arms' measurements: where both ran between ``x.low`` and
+    ``x.high``, is the one the lines put ahead ahead beyond the spread? Is the arm behind
+    ahead at its own best batch? What disagrees is kept in words."""
 
-    def per_sample_of(arm: Any) -> dict[int, tuple[float, float]]:
+    def per_sample_of(arm: Arm | None) -> dict[int, tuple[float, float]]:
         out = {}
         for c, m in figures.items():
-            seconds, spread = m.loop(loop).step_s, m.loop(loop).spread  # type: ignore[arg-type]
-            if (c.device, c.precision, c.width) == arm and m.status == "ok" and seconds:
+            seconds, spread = m.loop(loop).step_s, m.loop(loop).spread
+            if c.arm == arm and m.status == "ok" and seconds:
                 out[c.batch_size] = (seconds / c.batch_size, spread or 0.0)
         return out
 

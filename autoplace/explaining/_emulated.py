@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from autoplace.config import Config
+from autoplace.config import Arm, Config
 from autoplace.costs import TIMED_CHUNKS, ArmModel
 from autoplace.explaining._run_length import per_sample
 from autoplace.limits import MachineLimits
@@ -22,20 +22,13 @@ EMULATED = 0.10
 
 @dataclasses.dataclass(frozen=True)
 class Emulated:
-    """A lower precision with no faster kernels on a device, or one slower than float32
-    where that cannot be told.
+    """A lower precision with no faster kernels on a device, or one slower than float32.
 
-    Attributes:
-        basis: what it rests on: ``peak`` (the device's measured peak in this precision
-            is ``peak_ratio`` times float32's, under ``1 + EMULATED``: ``autoplace
-            limits``); ``step`` (no peaks: its time per sample with the batch on the
-            device is ``ratio`` times float32's, best against best); ``fed`` (neither: its
-            fed time per sample is ``ratio`` times float32's, which includes the feeding,
-            so whether it is emulated is not told).
-        width: ``None`` for ``peak``: the device's, whatever the width.
-        ratio: time per sample against float32's (``None``: not measured beside it);
-            ``ratio_basis`` says which loop (``step`` or ``fed``).
-        peaks: its measured peak and float32's, FLOP/s (``peak`` only).
+    ``basis``: ``peak`` (its measured peak is under ``1 + EMULATED`` times float32's;
+    ``width`` then ``None``), ``step`` (no peaks: its best time per sample with the batch on
+    the device is ``ratio`` times float32's) or ``fed`` (the fed step's, feeding included:
+    said, not judged). ``ratio_basis``: the loop ``ratio`` rests on; ``peaks``: its
+    measured peak and float32's, FLOP/s.
     """
 
     device: str
@@ -62,13 +55,9 @@ def emulated(
     limits: MachineLimits | None = None,
     rates: Mapping[Config, float] | None = None,
 ) -> list[Emulated]:
-    """The lower precisions with no faster kernels: judged from each device's measured
-    peak per precision (``limits``) where it was measured; else from the best time per
-    sample with the batch on the device against float32's (same device and width), where
-    both were timed; else the fed step's is said, without a judgement (see
-    :class:`Emulated`): on ``rates`` (samples per second of the fed loop) where given, the
-    figures every configuration's table row shows, so that the sentence never contradicts
-    the table beside it."""
+    """The lower precisions with no faster kernels (see :class:`Emulated`), judged from the
+    measured peaks, else the best steps against float32's; the fed loop's on ``rates``
+    where given (the table's figures, so the sentence never contradicts it)."""
     best = {loop: _best_per_sample(figures, loop) for loop in ("step", "fed")}
     if rates:
         best["fed"] = _best_of_rates(rates)
@@ -100,37 +89,28 @@ def emulated(
 
 
 def _peaks(limits: MachineLimits | None, device: str, precision: str) -> tuple[float, float] | None:
-    """``device``'s measured peak in ``precision`` and in float32, where both were."""
     limit = limits.of(device) if limits is not None else None
     if limit is None or precision not in limit.peak_flops or "float32" not in limit.peak_flops:
         return None
     return limit.peak_flops[precision].median, limit.peak_flops["float32"].median
 
 
-def _best_of_rates(rates: Mapping[Config, float]) -> dict[tuple[str, str, int | None], float]:
+def _best_of_rates(rates: Mapping[Config, float]) -> dict[Arm, float]:
     """Each arm's best time per sample from its configurations' samples per second."""
-    best: dict[tuple[str, str, int | None], float] = {}
+    best: dict[Arm, float] = {}
     for c, rate in rates.items():
         if rate > 0:
             best[c.arm] = min(best.get(c.arm, math.inf), 1 / rate)
     return best
 
 
-def _best_per_sample(
-    figures: Mapping[Config, Measurement], loop: str
-) -> dict[tuple[str, str, int | None], float]:
-    """Each arm's best time per sample in ``loop``: ``step`` (the batch on the device,
-    timed: ``TIMED_CHUNKS`` chunks at least) or ``fed``."""
-    best: dict[tuple[str, str, int | None], float] = {}
+def _best_per_sample(figures: Mapping[Config, Measurement], loop: str) -> dict[Arm, float]:
+    """Each arm's best time per sample in ``loop``: ``step`` (timed ``TIMED_CHUNKS`` chunks
+    at least) or ``fed``."""
+    best: dict[Arm, float] = {}
     for c, m in figures.items():
-        if m.status != "ok":
-            continue
-        if loop == "step":
-            timed = m.step.step_s and (m.step.samples or 0) >= TIMED_CHUNKS
-            p = m.step.step_s / m.batch_size if timed else None  # type: ignore[operator]
-        else:
-            p = per_sample(m)
-        if p is not None:
-            arm = (c.device, c.precision, c.width)
-            best[arm] = min(best.get(arm, math.inf), p)
+        step = m.step.step_s if (m.step.samples or 0) >= TIMED_CHUNKS else None
+        p = (step / m.batch_size if step else None) if loop == "step" else per_sample(m)
+        if m.status == "ok" and p is not None:
+            best[c.arm] = min(best.get(c.arm, math.inf), p)
     return best

@@ -1,11 +1,5 @@
-"""Why the winner wins, in a few sentences with numbers: :class:`Explanation`.
-
-Built from a study's :class:`~autoplace.tuning.Standing` alone: no extra measurement.
-Each sentence rests on one answer (``_crossing``, ``_run_length``, ``_fixed_cost``,
-``_feeding``, ``_emulated``, ``_memory``) over the arms' cost models
-(:mod:`autoplace.costs`); the sentences come most important first, so ``autoplace tune`` can end
-with the first few and ``autoplace explain`` print them all. ``_sentences`` writes them.
-"""
+"""Why the winner wins: :func:`explain_figures` finds each answer over the arms' cost models
+from a study's figures alone, then has them said, most important first."""
 
 from __future__ import annotations
 
@@ -25,7 +19,7 @@ from autoplace.explaining._run_length import break_even, run_length_picks
 from autoplace.explaining._sentences import explanation_sentences
 from autoplace.explaining._value import Explanation
 from autoplace.limits import MachineLimits, Roofline, roofline
-from autoplace.measurement import Measurement
+from autoplace.measurement import Loop, Measurement
 
 #: Fraction of a device's memory the largest-batch answer leaves free.
 MEMORY_MARGIN = 0.10
@@ -36,7 +30,7 @@ def explain_figures(
     winner: Measurement | None,
     others: list[Measurement],
     *,
-    loop: str = "fed",
+    loop: Loop = "fed",
     largest_batch: int | None = None,
     device_memory: Mapping[str, int | None] | None = None,
     margin: float = MEMORY_MARGIN,
@@ -45,27 +39,23 @@ def explain_figures(
     limits: MachineLimits | None = None,
     rates: Mapping[Config, float] | None = None,
 ) -> Explanation:
-    """The explanation of ``winner`` among ``figures`` (one measurement per
-    configuration), against ``others`` (the best of each other device and precision).
+    """The explanation of ``winner`` among ``figures`` against ``others`` (the best of each
+    other device and precision).
 
-    ``noise`` is one measurement's noise (log units) and ``busy`` whether the machine was
-    busy: where the points cannot support a cause (a departure from the line within three
-    times the noise, or any on a busy machine), the cause is not named. ``limits``: the
-    machine's measured limits, to place each arm's best configuration against (see
-    :mod:`autoplace.limits`); ``None``: not measured, and the explanation says how.
-    ``rates``: each configuration's fed samples per second as the verdict's table shows
-    them (one scale), for the sentences that compare configurations' times per sample."""
+    ``noise`` (one measurement's, log units) and ``busy``: where the points cannot support
+    a cause, it is not named. ``limits``: the machine's, to place each arm's best against
+    (``None``: the explanation says how to measure them). ``rates``: each configuration's
+    fed samples per second as the verdict's table shows them."""
     models = arm_models(figures)
     if winner is None:
         return Explanation(None, loop, models, sentences=("Nothing ran: nothing to explain.",))
-    arm = (winner.device, winner.precision, winner.width)
+    arm = winner.config.arm
     mine = models[arm]
     largest = largest_batch or max(c.batch_size for c in figures)
     crossovers = tuple(
         against_figures(x, figures, loop)
         for o in others
-        if (o.device, o.precision, o.width) != arm
-        and (x := crossover(mine, models[(o.device, o.precision, o.width)], loop, largest))
+        if o.config.arm != arm and (x := crossover(mine, models[o.config.arm], loop, largest))
     )
     starts = device_starts(figures)
     evens = tuple(e for o in others if (e := break_even(winner, o, starts)) is not None)
@@ -83,7 +73,7 @@ def explain_figures(
         if m.line(loop) is None and m.measured
     )
     explanation = Explanation(
-        winner=Config(winner.device, winner.batch_size, winner.precision, winner.width).label(),
+        winner=winner.label(),
         loop=loop,
         models=models,
         crossovers=crossovers,
@@ -122,7 +112,7 @@ def _rooflines(
     out = []
     for m in best:
         device = limits.of(m.device)
-        model = models.get((m.device, m.precision, m.width))
+        model = models.get(m.config.arm)
         fixed = of = None
         for line, step in ((model.step, m.step.step_s), (model.fed, m.fed.step_s)) if model else ():
             if line is not None and step and m.batch_size in line.batches:

@@ -1,5 +1,5 @@
-"""How much of the fed step is moving the batch to the device, and what keeping two batches
-in flight, or the data on the device, gains where they were timed (:func:`feeding`)."""
+"""How much of the fed step is putting the batch on the device, and what prefetching or the
+data on the device gains where timed (:func:`feeding`)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,12 @@ NO_GAIN = 1.05
 
 @dataclasses.dataclass(frozen=True)
 class Feeding:
-    """What feeding a fresh host batch each step costs ``m``, and what the remedies gain.
+    """What feeding a host batch each step costs, and what the remedies gain.
 
-    Attributes:
-        fed_step_s: the step with a host batch put each step (what a plain loop does).
-        step_s: the step with the batch on the device, where it was timed
-            (``TIMED_CHUNKS`` chunks at least; a glance is too rough to subtract).
-        prefetch_step_s: the step with a thread keeping two puts in flight, where timed.
-        transfer_s: one batch's put, timed alone.
-        batch_bytes: one batch's bytes.
-        basis: what ``share`` rests on: ``loops`` (the fed step less the step with the
-            batch on the device: the put and the input's handling) or ``put`` (the put
-            timed alone, which bounds the share from above only: timed alone, it cannot
-            overlap a step as it does in the loop); ``None``: neither was measured.
-        share: the feeding's share of the fed step (``None``: not known).
+    ``step_s``: the step with the batch on the device where timed in full (a glance is too
+    rough to subtract). ``share``: the feeding's share of the fed step, resting on
+    ``basis``: ``loops`` (the fed step less that step) or ``put`` (the put timed alone: an
+    upper bound, as alone it cannot overlap a step).
     """
 
     fed_step_s: float
@@ -41,18 +33,16 @@ class Feeding:
 
     @property
     def prefetch_gain(self) -> float | None:
-        """How many times as fast a step runs with two batches in flight."""
         return self.fed_step_s / self.prefetch_step_s if self.prefetch_step_s else None
 
     @property
     def resident_gain(self) -> float | None:
-        """How many times as fast a step runs with its batch on the device."""
         return self.fed_step_s / self.step_s if self.step_s else None
 
     @property
     def notable(self) -> bool:
-        """Worth a sentence near the top: a fifth of the step or more is feeding, or a
-        remedy measured gains a quarter or more."""
+        """Worth a sentence near the top: a fifth of the step is feeding, or a remedy gains a
+        quarter."""
         gains = [g for g in (self.prefetch_gain, self.resident_gain) if g is not None]
         return (self.share or 0.0) >= 0.20 or any(g >= 1.25 for g in gains)
 
@@ -65,8 +55,7 @@ class Feeding:
 
 
 def feeding(m: Measurement) -> Feeding | None:
-    """How much of ``m``'s fed step is feeding the batch (see :class:`Feeding`); ``None``
-    without a fed step, or with nothing to set against it."""
+    """``m``'s :class:`Feeding`; ``None`` without a fed step or anything to set against it."""
     if not m.fed.step_s:
         return None
     step = m.step.step_s if m.step.step_s and (m.step.samples or 0) >= TIMED_CHUNKS else None

@@ -8,12 +8,8 @@ from typing import Literal
 from autoplace.costs import ArmModel
 from autoplace.limits import DeviceLimits
 
-#: The fixed cost of a step is named dispatch only within this many times the device's
-#: measured dispatch floor. The floor is one trivial jitted call back to back; a real step
-#: launches several kernels and hands over several arguments, so its own fixed cost sits
-#: a little above it: on the H200 of ``../shared/gpu-reference/h200-2026-11-26/``, the
-#: README MLP's step with its batch on the device took 45-86 µs against the 41.6 µs floor
-#: (1.1-2.1x), while the fed loop's fixed 451 µs (10.8x) was mostly the put.
+#: The fixed cost is named dispatch only within this many times the measured dispatch floor
+#: (a trivial call; a real step launches more: the H200's README MLP took 1.1-2.1x it).
 DISPATCH_MULTIPLE = 3.0
 #: The put is named the fixed cost's cause where it accounts for at least this share.
 PUT_SHARE = 0.5
@@ -24,24 +20,13 @@ Cause = Literal["put", "dispatch", "step", "unattributed"]
 
 @dataclasses.dataclass(frozen=True)
 class FixedCost:
-    """What the fixed cost ``a`` of an arm's line is, from the figures.
+    """What the fixed cost ``a`` (``fixed_s``) of an arm's ``loop`` line is.
 
-    Attributes:
-        fixed_s: ``a``.
-        loop: the line's loop: ``fed`` (a host batch put each step) or ``step`` (the batch
-            on the device: no put in it).
-        cause: ``put`` (the put accounts for :data:`PUT_SHARE` of it at least);
-            ``dispatch`` (within :data:`DISPATCH_MULTIPLE` of the device's measured
-            dispatch floor); ``step`` (neither: launches, the loop's own work; only
-            where the step with the batch on the device was timed);
-            ``unattributed`` (what would tell was not measured).
-        put_s: how much of ``a`` the put accounts for (``None``: not known). Its
-            ``put_basis`` is ``loops`` (``a`` less the step's own fixed cost with the batch
-            on the device, a lower bound where that is bounded by the fastest such step)
-            or ``put alone`` (the fixed cost of the put timed alone, ``transfer_s``).
-        step_fixed_s: the step's own fixed cost with the batch on the device (its line's),
-            or a bound on it (``step_bound``: its fastest step, fixed cost and samples).
-        floor_s: the device's measured dispatch floor (``None``: not measured).
+    ``cause``: ``put`` (the put is :data:`PUT_SHARE` of it at least), ``dispatch`` (within
+    :data:`DISPATCH_MULTIPLE` of the measured floor ``floor_s``), ``step`` (neither) or
+    ``unattributed`` (not measured). ``put_s``: the put's part, on ``put_basis`` ``loops``
+    (``a`` less the step's own fixed cost ``step_fixed_s``, or a bound on it:
+    ``step_bound``) or ``put alone`` (the put timed alone).
     """
 
     fixed_s: float
@@ -63,27 +48,22 @@ class FixedCost:
 
 
 def fixed_cost(model: ArmModel, loop: str, device: DeviceLimits | None) -> FixedCost | None:
-    """What the fixed cost of ``model``'s ``loop`` line is (see :class:`FixedCost`), from
-    the arm's own figures and its ``device``'s measured limits; ``None`` without a line
-    or a fixed cost.
+    """What the fixed cost of ``model``'s ``loop`` line is (:class:`FixedCost`); ``None``
+    without one.
 
-    The put's part: on the fed line, ``a`` less the step's own fixed cost, where the step
-    with the batch on the device was timed (its line's fixed cost, else its fastest step:
-    a whole step bounds its own fixed cost from above); else the fixed cost of the put
-    timed alone at two batch sizes or more. The put is named where its part is at least
-    :data:`PUT_SHARE` of ``a``; else dispatch where ``a`` is within
-    :data:`DISPATCH_MULTIPLE` of the floor; else ``step`` only where the step with the
-    batch on the device was timed: a put timed alone tells its own cost, not what it adds
-    to a step it overlaps. On the H200 (``benchmarks/results/gpu_check-a18716df89-
-    20261126-1911.json``) the README MLP's put alone cost a fixed 200 µs of a fed line's
-    570 µs, yet a plain loop took 1.18 ms a step put first and 89 µs with the batch on
-    the device: the put was most of it, not launches. Else what is known is said."""
+    The put's part is ``a`` less the step's own fixed cost (its line's, else its fastest
+    step, which bounds it), else the put timed alone. ``step`` is named only where the
+    step with the batch on the device was timed: a put alone tells its own cost, not
+    what it adds to a step it overlaps (on the H200, 200 µs alone, yet 1.18 ms put first
+    against 89 µs resident)."""
     line = model.line(loop)
     if line is None or line.fixed <= 0:
         return None
     a = line.fixed
     floor = device.dispatch_floor.median if device is not None else None
-    put = basis = bound = None
+    put: float | None = None
+    bound: float | None = None
+    basis: Literal["loops", "put alone"] | None = None
     step_bound = False
     if loop in ("fed", "prefetch"):  # a put in each step's time, overlapped or not
         if model.step is not None:
@@ -102,4 +82,4 @@ def fixed_cost(model: ArmModel, loop: str, device: DeviceLimits | None) -> Fixed
         cause = "step"  # known not to be the put (or no put in the loop), nor dispatch
     else:
         cause = "unattributed"
-    return FixedCost(a, loop, cause, put, basis, bound, step_bound, floor)  # type: ignore[arg-type]
+    return FixedCost(a, loop, cause, put, basis, bound, step_bound, floor)

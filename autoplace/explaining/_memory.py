@@ -1,5 +1,4 @@
-"""The largest batch that fits under a device's memory with a margin left free
-(:func:`memory_limit_batch`)."""
+"""The largest batch that fits under a device's memory with a margin left free."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a run's length decides: after how many samples a configuration with the slower
-one-off cost but the faster step overtakes another (:func:`break_even`), and what
-time-to-finish would pick for short, medium and long runs (:func:`run_length_picks`)."""
+"""What a run's length decides: when a slower start with a faster step overtakes
+(:func:`break_even`), and what time-to-finish picks for short to long runs."""
 
 from __future__ import annotations
 
@@ -18,10 +17,9 @@ RUN_LENGTHS = {"short": 1_000, "medium": 100_000, "long": 10_000_000}
 
 @dataclasses.dataclass(frozen=True)
 class BreakEven:
-    """``slow_start`` (more one-off cost, cheaper per sample) overtakes ``fast_start``
-    after ``samples`` samples (``steps`` of ``slow_start``'s batch). ``one_off_s`` is each
-    one's whole start from a fresh process, its device's start-up (``device_start_s``,
-    once a process) included."""
+    """``slow_start`` (more one-off cost, cheaper per sample) overtakes ``fast_start`` after
+    ``samples`` samples; ``one_off_s`` each one's start from a fresh process, its device's
+    (``device_start_s``) included."""
 
     slow_start: str
     fast_start: str
@@ -35,11 +33,6 @@ class BreakEven:
         return dataclasses.asdict(self)
 
 
-def label(m: Measurement) -> str:
-    """The configuration ``m`` measured, as ``Config.label`` writes it."""
-    return Config(m.device, m.batch_size, m.precision, m.width).label()
-
-
 def per_sample(m: Measurement) -> float | None:
     return m.fed.step_s / m.batch_size if m.fed.step_s else None
 
@@ -47,9 +40,8 @@ def per_sample(m: Measurement) -> float | None:
 def break_even(
     x: Measurement, y: Measurement, starts: Mapping[str, float] | None = None
 ) -> BreakEven | None:
-    """When the configuration with the larger start from a fresh process (its one-off
-    costs, and its device's start-up from ``starts`` once) but the faster fed step
-    catches up with the other; ``None`` when one is better at both (no break-even)."""
+    """When the one with the larger start from a fresh process (``starts``: each device's)
+    but the faster fed step catches up; ``None`` when one is better at both."""
     starts = starts or {}
     ox, oy, px, py = one_off(x), one_off(y), per_sample(x), per_sample(y)
     if ox is None or oy is None or px is None or py is None:
@@ -62,8 +54,8 @@ def break_even(
         x, y, ox, oy, px, py, sx, sy = y, x, oy, ox, py, px, sy, sx
     samples = (ox - oy) / (py - px)
     return BreakEven(
-        slow_start=label(x),
-        fast_start=label(y),
+        slow_start=x.label(),
+        fast_start=y.label(),
         samples=samples,
         steps=samples / x.batch_size,
         one_off_s=(ox, oy),
@@ -73,9 +65,8 @@ def break_even(
 
 
 def finish_s(m: Measurement, samples: int, start: float = 0.0) -> float | None:
-    """Seconds to run ``samples`` samples from a fresh process: its device's ``start``
-    (once a process), the one-off costs, then ``ceil(samples/b)`` fed steps (the first is
-    the first call)."""
+    """Seconds to run ``samples`` samples from a fresh process: ``start``, the one-off costs,
+    then ``ceil(samples/b)`` fed steps (the first is the first call)."""
     o = one_off(m)
     if o is None or not m.fed.step_s:
         return None
@@ -85,9 +76,8 @@ def finish_s(m: Measurement, samples: int, start: float = 0.0) -> float | None:
 def run_length_picks(
     figures: Mapping[Config, Measurement], starts: Mapping[str, float] | None = None
 ) -> dict[str, dict[str, object]]:
-    """For each of :data:`RUN_LENGTHS`, the measured configuration that finishes first
-    (of those whose batch is no larger than the run), each from a fresh process that
-    starts its device once (``starts``: each device's start-up)."""
+    """For each of :data:`RUN_LENGTHS`, the configuration that finishes first from a fresh
+    process (of those whose batch is no larger than the run)."""
     starts = starts or {}
     out = {}
     for name, samples in RUN_LENGTHS.items():
@@ -99,5 +89,5 @@ def run_length_picks(
         ]
         if timed:
             t, m = min(timed, key=lambda x: x[0])
-            out[name] = {"samples": samples, "pick": label(m), "seconds": t}
+            out[name] = {"samples": samples, "pick": m.label(), "seconds": t}
     return out

@@ -1,5 +1,4 @@
-"""The :class:`Explanation` value: what the cost models say about a study's pick, each
-answer typed, and its sentences (found by ``_explanation``, written by ``_sentences``)."""
+"""The :class:`Explanation` value: each answer about a study's pick, typed, and its sentences."""
 
 from __future__ import annotations
 
@@ -19,24 +18,12 @@ from autoplace.limits import Roofline
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
-    """What the cost models say about a study's pick.
-
-    Attributes:
-        winner: the recommended configuration's label (``None``: nothing ran).
-        loop: the loop the objective ranks on (``fed`` or ``step``).
-        models: each arm's cost model.
-        crossovers: the winner's arm against the best arm of each other (device,
-            precision): above which batch the one with the cheaper sample wins.
-        break_even: the winner against each other group's best: after how many samples
-            the one with the slower start overtakes.
-        run_lengths: what time-to-finish would pick for short, medium and long runs.
-        transfer: the winner's feeding and what its remedies gain (``_answers.feeding``).
-        fixed_cost: what the fixed cost of the winner's line is (``_answers.fixed_cost``).
-        device_start: each device's start-up in a fresh process, paid once a process
-            (counted once in the break-evens and the run-length picks).
-        emulated: lower precisions with no faster kernels on their device.
-        memory: the largest batch of the winner's arm that fits with a margin.
-        sentences: the explanation, most important first.
+    """What the cost models say about a study's pick (``winner``'s label; ``None``: nothing
+    ran), on the ``loop`` the objective ranks on: its arm against each other's best
+    (``crossovers``, ``break_even``), the run-length picks, its feeding (``transfer``),
+    fixed cost, memory, the precisions emulated, each arm's best against the machine's
+    limits (``rooflines``), the scaling over device counts, and the sentences, most
+    important first. ``findings`` are the verdict's, kept beside it in the file.
     """
 
     winner: str | None
@@ -52,13 +39,8 @@ class Explanation:
     memory: Mapping[str, Any] | None = None
     sentences: tuple[str, ...] = ()
     undetermined: tuple[str, ...] = ()
-    #: Each arm's best configuration against the machine's limits (``autoplace.limits``),
-    #: the winner's first; empty where the limits were not measured.
     rooflines: tuple[Roofline, ...] = ()
-    #: The verdict's findings (``autoplace.findings``), as the file's ``[[findings]]``
-    #: holds them: the file keeps them beside the explanation, not in it.
     findings: tuple[Mapping[str, Any], ...] = ()
-    #: How the pick's kind scales over the device counts measured (``None``: one count).
     scaling: Scaling | None = None
 
     def as_dict(self) -> dict[str, Any]:

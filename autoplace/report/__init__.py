@@ -1,12 +1,6 @@
-"""Reporting what autoplace measured and found, for people: the terminal display and the
-offline HTML report (``_html``).
-
-The terminal: a measurement (``_measurement``), the tune's progress (``_progress``), its
-result (``_tuned``), a recommendation file (``_recommendation``) and an explanation
-(``_explained``), as rich tables, with the lines they share in ``_lines``. The page:
-its assembly (``_html``), the finalists' costs (``_costs``), the curves (``_plots``) and
-the table of every measurement (``_table``). Nothing here computes a figure or a verdict:
-it reads the measurements and the :class:`~autoplace.tuning.Standing` the tuning loop made.
+"""What autoplace measured and found, for people: the terminal's rich tables and lines, and
+the offline HTML page (``_html``). Nothing here computes a figure or a verdict: it renders
+the measurements and the verdict the tune drew.
 """
 
 from autoplace.report._explained import explanation_report

@@ -1,27 +1,28 @@
 """The report's costs of each finalist: one-off (lowering, compile, first call) and per fed
-step, split into the step with the batch on the device (compute) and the rest (feeding),
-both of one measurement (:func:`split_step`); and, in words, what the bars cannot draw."""
+step, split into compute and feeding (:func:`split_step`), and in words what the bars
+cannot draw."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autoplace import units
 from autoplace.costs import TIMED_CHUNKS
 from autoplace.explaining import layout, linear_ticks, short_label
 from autoplace.measurement import Measurement
 
+if TYPE_CHECKING:
+    from plotly.graph_objects import Bar, Figure
+
 
 @dataclasses.dataclass(frozen=True)
 class StepSplit:
-    """One measurement's fed step in two parts that sum to it: ``compute`` (the step with
-    the batch on the device, its steady step) and ``feeding`` (the rest: the fed step less
-    the steady step, never negative). ``glance``: the steady step was timed once (one step
-    right after the first call), so the split is rough; ``compute`` is ``None`` (the fed
-    step drawn whole) where the steady step was not timed at all, or only glanced at and
-    slower than the whole fed step: no share to draw."""
+    """One measurement's fed step as ``compute`` (its steady step, the batch on the device)
+    plus ``feeding`` (the rest, never negative). ``glance``: the steady step was timed once,
+    so the split is rough; ``compute`` is ``None`` (the fed step drawn whole) where it was
+    not timed, or glanced at and slower than the fed step."""
 
     fed: float
     compute: float | None
@@ -30,8 +31,7 @@ class StepSplit:
 
 
 def split_step(m: Measurement) -> StepSplit | None:
-    """``m``'s fed step split (see :class:`StepSplit`); ``None`` without a fed step. Both
-    parts come from ``m`` alone: its two loops were timed in the same process."""
+    """``m``'s fed step split (both loops timed in its process); ``None`` without one."""
     if not m.fed.step_s:
         return None
     fed = m.fed.step_s
@@ -42,8 +42,7 @@ def split_step(m: Measurement) -> StepSplit | None:
     return StepSplit(fed, compute, fed - compute, glance)
 
 
-#: The parts of a finalist's costs: greys, so that no bar reads as an arm's colour; the
-#: feeding part white, so that it never reads as a part of the one-off bars beside.
+#: The parts of a finalist's costs in greys (no bar reads as an arm's colour), feeding white.
 _ONE_OFF = (
     ("lowering", "#dadada", lambda m: m.lower_s),
     ("compile", "#a6a6a6", lambda m: m.compile_s),
@@ -52,8 +51,8 @@ _ONE_OFF = (
 _COMPUTE, _FEEDING, _WHOLE = "#333333", "#ffffff", "#8c8c8c"
 
 
-def costs_figure(finalists: Sequence[Measurement]) -> Any:
-    import plotly.graph_objects as go
+def costs_figure(finalists: Sequence[Measurement]) -> Figure | None:
+    """Each finalist's one-off costs and its fed step, split, as stacked bars."""
     from plotly.subplots import make_subplots
 
     if not finalists:
@@ -63,26 +62,24 @@ def costs_figure(finalists: Sequence[Measurement]) -> Any:
         rows=1, cols=2, subplot_titles=("one-off, once per process", "per step, fed")
     )
     for name, color, value in _ONE_OFF:
-        fig.add_trace(_bar(go, labels, [value(m) for m in finalists], name, color), row=1, col=1)
-    # The fed step (the loop the finalists were ranked on, timed in turns) split into the
-    # step with the batch on the device and the rest, both of the same measurement. The
-    # put timed alone is no share of it: in the loop it overlaps the step (said below).
+        fig.add_trace(_bar(labels, [value(m) for m in finalists], name, color), row=1, col=1)
+    # The put timed alone is no share of the fed step: in the loop it overlaps (see notes).
     splits = [split_step(m) for m in finalists]
     compute = [x.compute if x else None for x in splits]
     if any(c is not None for c in compute):
         rough = [x is not None and x.glance and x.compute is not None for x in splits]
         name = "compute: the step, batch on the device" + " (hatched: timed once)" * any(rough)
-        bar = _bar(go, labels, compute, name, _COMPUTE)
+        bar = _bar(labels, compute, name, _COMPUTE)
         bar.marker.pattern = {"shape": ["/" if r else "" for r in rough], "fgcolor": "#fff"}
         fig.add_trace(bar, row=1, col=2)
         split = [x.feeding if x and x.compute is not None else None for x in splits]
-        feeding = _bar(go, labels, split, "feeding: the fed step less the step", _FEEDING)
+        feeding = _bar(labels, split, "feeding: the fed step less the step", _FEEDING)
         feeding.marker.line = {"color": _COMPUTE, "width": 1}
         fig.add_trace(feeding, row=1, col=2)
     whole = [x.fed if x and x.compute is None else None for x in splits]
     if any(whole):
         name = "fed step, whole: the step alone not timed to split it"
-        bar = _bar(go, labels, whole, name, _WHOLE)
+        bar = _bar(labels, whole, name, _WHOLE)
         bar.marker.pattern = {"shape": ".", "fgcolor": "#fff"}
         fig.add_trace(bar, row=1, col=2)
     layout(fig, len(fig.data), barmode="stack")
@@ -93,8 +90,10 @@ def costs_figure(finalists: Sequence[Measurement]) -> Any:
     return fig
 
 
-def _bar(go: Any, labels: list[str], values: list[float | None], name: str, color: str) -> Any:
-    """One part of a stacked bar per finalist, its hover text as the terminal writes it."""
+def _bar(labels: list[str], values: list[float | None], name: str, color: str) -> Bar:
+    """One part of a stacked bar per finalist."""
+    import plotly.graph_objects as go
+
     return go.Bar(
         x=labels,
         y=[v or 0.0 for v in values],
@@ -108,8 +107,8 @@ def _bar(go: Any, labels: list[str], values: list[float | None], name: str, colo
 
 
 def costs_notes(finalists: Sequence[Measurement]) -> list[str]:
-    """What the per-step bars cannot draw, in words: a put alone longer than the fed step
-    it is part of (it overlaps the step in the loop), and a split resting on a glance."""
+    """What the per-step bars cannot draw: a put alone longer than its fed step, and a split
+    resting on a glance."""
     notes = []
     for m in finalists:
         x = split_step(m)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -10,18 +10,17 @@ from autoplace import units
 from autoplace.report._lines import findings_out, narrow_table
 
 if TYPE_CHECKING:
+    from autoplace.costs import Line
     from autoplace.explaining import Explanation
 
 
 def explanation_report(explanation: Explanation, console: Console | None = None) -> None:
-    """``autoplace explain``: the explanation's sentences, most important first, then each
-    arm's fitted line."""
+    """The explanation's sentences, its findings, then each arm's fitted line."""
     console = console or Console()
     for sentence in explanation.sentences:
         console.print(f"• {sentence}", highlight=False)
-    findings_out(list(explanation.findings), console)
+    findings_out(explanation.findings, console)
     table = narrow_table(f"Cost model per arm ({explanation.loop} loop): t(b) = a + c·b")
-    # Headers of short words and figures that never wrap: at 80 columns nothing is cut.
     table.add_column("arm", min_width=9)  # "bfloat16", "width 128" whole
     for col in ("a:\nfixed", "c: per\nsample", "h:\nfeeding", "holds\nfor", "fit\nerror"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -47,7 +46,7 @@ def explanation_report(explanation: Explanation, console: Console | None = None)
     console.print(table)
 
 
-def _leaves(line: Any) -> str:
+def _leaves(line: Line) -> str:
     """Where the measurements leave a fitted line, signed (+: slower than the line)."""
     out = [
         f"{b} {off:+.0%}"

@@ -1,39 +1,21 @@
 """``autoplace report``: one self-contained HTML page of a study, readable offline.
 
-Plotly draws the figures (the library Optuna's own visualisation uses); its JavaScript is
-inlined once, so the page opens without a network, a CDN or a server. The page holds:
-
-1. the explanation's sentences, then its findings (a busy machine, configurations it
-   could not tell apart, ...), as the terminal and the file say them;
-2. throughput against batch size for every arm: the measured points with their spread,
-   the fitted line's throughput ``b/(a + c·b)`` where it holds, crossovers marked, the
-   pick starred;
-3. each finalist's costs split into their parts: one-off (lowering, compile, first call)
-   and per fed step: the step with the batch on the device (compute), and the rest of the
-   fed step (feeding), both of one measurement (``_costs.py``: :func:`split_step`);
-4. time from a fresh process against run length for the finalists, break-evens marked;
-5. memory against batch size with the device's limit and the margin left free;
-6. each arm's best under the machine's roofline, and throughput against the devices used
-   together where several were;
-7. the table of every measurement (click a column's header to sort).
-
-Every arm has one colour and marker in every figure, the roofline's roofs included
-(:func:`~autoplace.explaining.arm_styles`); every number is written as the terminal
-writes it (:mod:`autoplace.units`), in the table, the hover text and on the axes.
-
-The page's assembly is here; its figures and its table are each their own module.
-Nothing here measures: it draws the study's :class:`~autoplace.tuning.Standing` and its
-:class:`~autoplace.explaining.Explanation`.
+Plotly draws the figures, its JavaScript inlined once (no network, CDN or server): the
+explanation's sentences and findings, then throughput against batch size, each
+finalist's costs, time against run length, memory, the roofline and the scaling over
+devices, then the table of every measurement. Every arm has one colour and marker in
+every figure, and every number is written as the terminal writes it. Nothing here
+measures: it draws the study's verdict.
 """
 
 from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autoplace._atomic import check_writable, write_atomic
-from autoplace.explaining import Explanation, throughput_figure
+from autoplace.explaining import throughput_figure
 from autoplace.report._costs import costs_figure, costs_notes
 from autoplace.report._plots import (
     memory_figure,
@@ -42,6 +24,9 @@ from autoplace.report._plots import (
     scaling_figure,
 )
 from autoplace.report._table import measurements_table
+
+if TYPE_CHECKING:
+    from autoplace.tuning import StudyView
 
 
 def write_report(
@@ -53,9 +38,8 @@ def write_report(
     study: str | None = None,
     objective: str = "throughput",
 ) -> Path:
-    """Write the report of the study behind ``source`` (a recommendation file or a model
-    file, as :func:`autoplace.explain` takes) to ``out``, atomically; return the path. An
-    ``out`` that cannot be written is refused before the study is read."""
+    """Write the report of the study behind ``source`` (as :func:`autoplace.explain` takes)
+    to ``out`` atomically, refused before the study is read if it cannot be written."""
     from autoplace.tuning import read_study
 
     target = check_writable(out, "the report", make_folders=False)
@@ -63,13 +47,12 @@ def write_report(
     return write_atomic(target, render(view))
 
 
-def render(view: Any) -> str:
+def render(view: StudyView) -> str:
     """The report's HTML."""
     import plotly.graph_objects as go  # noqa: F401  (fails early if plotly is missing)
 
-    explanation: Explanation = view.explanation
-    standing = view.standing
-    figures = [m for m in standing.figures.values()]
+    explanation, standing = view.explanation, view.standing
+    figures = list(standing.figures.values())
     finalists = [s.measurement for s in standing.ranked if s.confirmed] or [
         s.measurement for s in standing.ranked[:3]
     ]
@@ -85,7 +68,7 @@ def render(view: Any) -> str:
         ("Each arm's best against the machine's roofline", roofline_figure(explanation), []),
         ("Throughput against the devices used together", scaling_figure(explanation), []),
     ]
-    blocks = []
+    blocks: list[str] = []
     for title, fig, notes in parts:
         if fig is None:
             continue

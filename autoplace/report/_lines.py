@@ -1,10 +1,9 @@
-"""The lines a tune's report and ``show`` both print: a configuration in short, the pick
-against the closest, the findings, the arms left out, the best of each width, and what a
-score rests on; and the narrow table both lay out."""
+"""The lines and the narrow table a tune's report, ``show`` and ``explain`` share."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -12,8 +11,12 @@ from rich.table import Table
 
 from autoplace import units
 
+if TYPE_CHECKING:
+    from autoplace.config import Config
+    from autoplace.measurement import Measurement
 
-def config_text(c: Any) -> str:
+
+def config_text(c: Config | Measurement) -> str:
     """A configuration or a measurement in short (a fused one's steps a call: ``x16/call``)."""
     width = "" if c.width is None else f" width={c.width}"
     k = getattr(c, "steps_per_call", 1)
@@ -22,8 +25,7 @@ def config_text(c: Any) -> str:
 
 
 def narrow_table(title: str) -> Table:
-    """A table laid out to fit 80 columns (a log's width, and rich's off a terminal): one
-    space of padding and a space between columns, no frame."""
+    """A table that fits 80 columns (a log's width): one space between columns, no frame."""
     return Table(
         title=title,
         title_justify="left",
@@ -34,16 +36,20 @@ def narrow_table(title: str) -> Table:
     )
 
 
-def where(c: Any, width: bool = True) -> str:
-    """A configuration in words (``cpu:0 float32 batch 64 width 8``), the width left out
-    when the study searched one (``width=False``) or has none."""
-    shown = f"{c['device']} {c['precision']} batch {c['batch_size']}"
-    return shown + (f" width {c['width']}" if width and c.get("width") is not None else "")
+def facts_table(title: str, rows: Iterable[tuple[str, str, str]], *, no_wrap: bool) -> Table:
+    """A table of what, value and note, a row each."""
+    table = Table(show_header=False, title=title, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right", no_wrap=no_wrap)
+    table.add_column("note", style="dim")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def arms_out(study: dict[str, Any], console: Console) -> None:
-    """The arms ended by a failure that does not depend on the batch size, and those whose
-    output strayed from float32's, from the document's ``study`` section."""
+    """The arms a failure ended whatever the batch, and those whose output strayed from
+    float32's (the file's ``study`` section)."""
     verdicts = (("ended_arms", "not tried further"), ("inaccurate_arms", "not recommended"))
     for key, verdict in verdicts:
         for arm in study.get(key, []):
@@ -61,8 +67,7 @@ def arms_out(study: dict[str, Any], console: Console) -> None:
 
 
 def verdict_line(rec: dict[str, Any]) -> str:
-    """The pick against the configuration closest to it, in one line ('' if none): how
-    many times faster, with its interval and verdict."""
+    """The pick against the configuration closest to it, in one line ('' if none)."""
     closest = rec.get("closest") or rec.get("runner_up")  # (a version-2 file's)
     if not closest:
         return ""
@@ -74,7 +79,7 @@ def verdict_line(rec: dict[str, Any]) -> str:
 
 
 def sentence(compared: dict[str, Any], other: str) -> str:
-    """A comparison of the file (``closest``, ``equivalent``) in words, as the tune said it."""
+    """A comparison of the file in words, as the tune said it."""
     from autoplace.tuning import Comparison
 
     if "ratio" not in compared:  # a file of schema 2: a margin and its noise only
@@ -85,16 +90,15 @@ def sentence(compared: dict[str, Any], other: str) -> str:
     return Comparison.from_dict(compared).sentence(other)
 
 
-def findings_out(found: list[dict[str, Any]], console: Console) -> None:
-    """The findings of a file (``[[findings]]``), each its line, then its cause and fix."""
+def findings_out(found: Sequence[Mapping[str, Any]], console: Console) -> None:
+    """Each finding of a file: its line, then its cause and fix."""
     for f in found:
         console.print(f"[yellow]finding:[/] {f['text']}", highlight=False)
         console.print(f"  [dim]{f['cause']}; {f['fix']}[/]", highlight=False)
 
 
 def per_width(doc: dict[str, Any], console: Console) -> None:
-    """The best of each width, and which of them rest on one point: an arm measured at one
-    batch size only, so that its pick is one noisy figure, not a curve's best."""
+    """The best of each width, noting those resting on one point (one batch size ran)."""
     unit = doc.get("objective", {}).get("unit", "")
     for pw in doc.get("per_width", []):
         line = (

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from autoplace import units
 from autoplace.measurement import Measurement
+from autoplace.report._lines import facts_table
 
 
 def measurement_table(m: Measurement, console: Console | None = None) -> None:
@@ -18,12 +18,8 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
     title += f", batch {m.batch_size}, {m.precision}"
     if m.width is not None:
         title += f", width {m.width}"
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value", justify="right")
-    table.add_column("note", style="dim")
-    table.add_row("status", f"[{colour}]{m.status}[/]", m.reason)
     rows = [
+        ("status", f"[{colour}]{m.status}[/]", m.reason),
         ("build", units.seconds(m.build_s), "your workload function (state, step)"),
         ("make_batch", units.seconds(m.batch_s), "your make_batch, one host batch"),
         ("trace + lower", units.seconds(m.lower_s), "jaxpr -> StableHLO"),
@@ -52,7 +48,5 @@ def measurement_table(m: Measurement, console: Console | None = None) -> None:
             "relative deviation of the first step's output",
         ),
     ]
-    for row in rows:
-        if row[1] not in ("-", ""):
-            table.add_row(*row)
-    console.print(table)
+    shown = [row for row in rows if row[1] not in ("-", "")]
+    console.print(facts_table(title, shown, no_wrap=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -12,52 +12,47 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from autoplace import units
 from autoplace.report._lines import config_text
 
+if TYPE_CHECKING:
+    from autoplace.tuning import GroupEvent, TrialEvent
+
 
 class TuneProgress:
-    """What the terminal shows while ``tune`` runs: ``group`` and ``trial`` are its
-    ``on_group`` and ``on_trial`` callbacks.
-
-    On a terminal, one live line on stderr: what is being measured, in which phase,
-    and the best so far. Elsewhere (a log, CI, ``nohup``, a launcher's pipe), one plain
-    line per finished measurement, written as it finishes.
-    """
+    """What the terminal shows while ``tune`` runs (``group`` and ``trial`` are its
+    callbacks): on a terminal, one live line on stderr; elsewhere (a log, a pipe), a plain
+    line per finished measurement."""
 
     def __init__(self, console: Console, progress: Progress | None) -> None:
-        self._console, self._progress = console, progress
-        self._task = progress.add_task("starting the worker…") if progress else None
-        self._best, self._done = "", 0
+        self._console, self._best, self._done = console, "", 0
+        self._live = (progress, progress.add_task("starting the worker…")) if progress else None
 
-    def group(self, event: Any) -> None:
-        if self._progress is None:
-            return
+    def _show(self, description: str | None = None, completed: int | None = None) -> bool:
+        """Update the live line; ``False`` where there is none."""
+        if self._live is not None:
+            progress, task = self._live
+            progress.update(task, description=description, completed=completed)
+        return self._live is not None
+
+    def group(self, event: GroupEvent) -> None:
         shown = ", ".join(config_text(c) for c in event.configs[:2])
         more = f" +{len(event.configs) - 2}" if len(event.configs) > 2 else ""
-        self._progress.update(
-            self._task,  # type: ignore[arg-type]
-            completed=event.new_trials,
-            description=f"{event.phase}: measuring {shown}{more}  {self._best}",
-        )
+        said = f"{event.phase}: measuring {shown}{more}  {self._best}"
+        self._show(said, event.new_trials)
 
     def progress(self, line: str) -> None:
-        """What the measurement in flight is doing now (setting up which configuration,
-        which turn): shown on the live line, so a long compile or a hang is visible."""
-        if self._progress is not None:
-            self._progress.update(self._task, description=f"{line}  {self._best}")  # type: ignore[arg-type]
+        """What the measurement in flight is doing now, on the live line."""
+        self._show(f"{line}  {self._best}")
 
     def wait(self, line: str) -> None:
-        """The tune waits (another process timing on the device, a busy machine): say so."""
-        if self._progress is not None:
-            self._progress.update(self._task, description=f"{line}  {self._best}")  # type: ignore[arg-type]
-            return
-        self._console.print(line, highlight=False, markup=False, soft_wrap=True)
+        """The tune waits (another process timing, a busy machine): say so."""
+        if not self._show(f"{line}  {self._best}"):
+            self._console.print(line, highlight=False, markup=False, soft_wrap=True)
 
-    def trial(self, event: Any) -> None:
+    def trial(self, event: TrialEvent) -> None:
         if event.best is not None:
             score = units.score(event.best.score, event.objective.unit)
             self._best = f"best: {config_text(event.best.config)} ({score})"
         m, self._done = event.measurement, self._done + 1
-        if self._progress is not None:
-            self._progress.update(self._task, completed=event.new_trials)  # type: ignore[arg-type]
+        if self._show(completed=event.new_trials):
             return
         result = units.score(event.score, event.objective.unit) if m.status == "ok" else m.status
         self._console.print(
@@ -83,6 +78,5 @@ def tune_progress(budget: int | None) -> Iterator[TuneProgress]:
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     ]
-    # transient: the live line goes once the tune ends, before its report
     with Progress(*columns, console=console, transient=True) as progress:
         yield TuneProgress(console, progress)

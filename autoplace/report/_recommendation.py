@@ -1,26 +1,26 @@
-"""``autoplace show``: a recommendation file readably, its figures each said with where
-they come from."""
+"""``autoplace show``: a recommendation file, each figure said with where it comes from."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from autoplace import units
 from autoplace.costs import TIMED_CHUNKS
-from autoplace.report._lines import arms_out, confirmation, findings_out, per_width, verdict_line
-
-
-def _several_widths(doc: dict[str, Any]) -> bool:
-    return len(doc.get("search_space", {}).get("widths") or ()) > 1
+from autoplace.report._lines import (
+    arms_out,
+    confirmation,
+    facts_table,
+    findings_out,
+    per_width,
+    verdict_line,
+)
 
 
 def _arm_deviation(doc: dict[str, Any]) -> float | None:
-    """The pick's arm's deviation from float32 as the file's explanation holds it (the
-    largest its windows measured): a file of an older autoplace left it out of the pick's
-    own figures."""
+    """The pick's arm's deviation from float32 in the file's explanation (an older file left
+    it out of the pick's own figures)."""
     rec = doc["recommendation"]
     return next(
         (
@@ -36,12 +36,9 @@ def _arm_deviation(doc: dict[str, Any]) -> float | None:
 def _figure_rows(
     fig: dict[str, Any], unit: str, rec: dict[str, Any], arm_deviation: float | None = None
 ) -> tuple[str, list[tuple[str, str, str]]]:
-    """``show``'s figures of a placement (a file's ``figures``): where they come from, in
-    words, and a row each, noting those of another source. All are of one measurement (the
-    latest window, else the search's) but the score (its windows', fitted) and a fused step
-    (its steps-per-call windows). A loop timed once (a glance, what a phase takes of the
-    loop it does not rank on: one step right after the first call) is said so, never set
-    beside a timed one as its equal."""
+    """Where a file's ``figures`` come from (one measurement: the latest window, else the
+    search's), and a row each, noting those of another source (the score, a fused step).
+    A loop timed once is said so, never set beside a timed one as its equal."""
     votes = fig.get("score_votes") or []
     fresh = ", a fresh process" if fig.get("fresh_process") else ""
     source = f"figures of its latest window{fresh}" if votes else "figures of the search"
@@ -74,10 +71,8 @@ def _figure_rows(
 
 
 def _loop(seconds: float | None, spread: float | None, chunks: int | None) -> tuple[str, str]:
-    """A loop's step as a value (with its spread) and what to add to where it comes from:
-    a loop timed once is no figure to read beside a timed one (``1.3 ms`` for a glance
-    where the timed fed step took 544 µs), so it is said in words. ``chunks`` unknown (an
-    older file's fed loop): taken as timed."""
+    """A loop's step with its spread, and a note where it was timed once (``chunks``
+    unknown: an older file's, taken as timed)."""
     if seconds is None:
         return "-", ""
     if chunks is not None and chunks < TIMED_CHUNKS:
@@ -100,20 +95,14 @@ def recommendation_report(doc: dict[str, Any], console: Console | None = None) -
         f"{rec['batch_size']}, {rec['precision']}{width}{fused}[/]"
     )
     source, rows = _figure_rows(fig, obj.get("unit", ""), rec, _arm_deviation(doc))
-    table = Table(show_header=False, title=source, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("note", style="dim")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(facts_table(source, rows, no_wrap=True))
     basis = confirmation(len(fig.get("score_votes") or []), fig.get("fresh_process"))
     console.print(f"score {basis}", highlight=False)
     closest = verdict_line(rec)
     if closest:
         console.print(closest, highlight=False)
     findings_out(doc.get("findings", []), console)
-    several = _several_widths(doc)
+    several = len(doc.get("search_space", {}).get("widths") or ()) > 1
     for alt in doc.get("alternatives", []):
         width = f", width {alt['width']}" if several and alt.get("width") is not None else ""
         console.print(

@@ -1,19 +1,21 @@
-"""The report's table of every measurement: each figure as the terminal writes it, its
-raw value kept for sorting, and greyed (with why, on hover) where it is to be read with care."""
+"""The report's table of every measurement: each figure as the terminal writes it, the raw
+value kept for sorting, greyed (with why, on hover) where it is to be read with care."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoplace import units
+from autoplace.config import Arm
 from autoplace.costs import TIMED_CHUNKS
-from autoplace.explaining import arm_key
 from autoplace.measurement import Measurement
 
-#: The measurements table: each column's header, its raw value (kept for sorting) and how
-#: the terminal writes it.
+if TYPE_CHECKING:
+    from autoplace.tuning import Standing
+
+#: Each column's header, its raw value (kept for sorting) and how the terminal writes it.
 _COLUMNS: tuple[tuple[str, Callable[[Measurement], Any], Callable[[Any], str]], ...] = (
     ("device", lambda m: m.device, str),
     ("batch", lambda m: m.batch_size, str),
@@ -35,8 +37,7 @@ _COLUMNS: tuple[tuple[str, Callable[[Measurement], Any], Callable[[Any], str]], 
 
 
 def _cell(value: Any, shown: Callable[[Any], str], title: str = "") -> str:
-    """A cell: the value as the terminal writes it, the raw one kept for sorting; with a
-    ``title``, greyed (a figure to read with care: the title says why)."""
+    """A cell, the raw value kept for sorting; with a ``title`` (why), greyed."""
     if value is None or value == "":
         return "<td></td>"
     text = html.escape(shown(value))
@@ -46,8 +47,7 @@ def _cell(value: Any, shown: Callable[[Any], str], title: str = "") -> str:
     return f"<td{said}>{text}</td>"
 
 
-#: A loop's chunks (the step's ``step_samples``, the fed loop's chunks) below
-#: ``TIMED_CHUNKS``: a glance, one step right after the first call.
+#: Why a loop of fewer than ``TIMED_CHUNKS`` chunks is greyed.
 _GLANCED = "timed once (one step right after the first call): too rough to read beside a timed loop"
 
 
@@ -57,25 +57,25 @@ def _loops(m: Measurement) -> dict[str, str]:
     return {name: _GLANCED for name, n in chunks.items() if n is not None and n < TIMED_CHUNKS}
 
 
-def _deviations(figures: Sequence[Measurement]) -> dict[Any, Measurement]:
-    """Each lower-precision arm's measurement of its deviation from float32 (its largest):
-    only a finalist's first window compares with float32, never the search."""
-    out: dict[Any, Measurement] = {}
+def _deviations(figures: Sequence[Measurement]) -> dict[Arm, Measurement]:
+    """Each lower-precision arm's largest deviation from float32 measured (only a finalist's
+    first window compares, never the search)."""
+    out: dict[Arm, Measurement] = {}
     for m in figures:
-        if m.deviation_vs_float32 is None or m.precision == "float32":
+        deviation = m.deviation_vs_float32
+        if deviation is None or m.precision == "float32":
             continue
-        known = out.get(arm_key(m))
-        if known is None or m.deviation_vs_float32 > known.deviation_vs_float32:  # type: ignore[operator]
-            out[arm_key(m)] = m
+        known = out.get(m.config.arm)
+        if known is None or deviation > (known.deviation_vs_float32 or 0.0):
+            out[m.config.arm] = m
     return out
 
 
-def _deviation_cell(m: Measurement, measured: Mapping[Any, Measurement]) -> str:
-    """``m``'s deviation from float32; where it has none but its arm measured one at
-    another batch, that one, said so."""
-    if m.deviation_vs_float32 is not None or arm_key(m) not in measured:
+def _deviation_cell(m: Measurement, measured: Mapping[Arm, Measurement]) -> str:
+    """``m``'s deviation from float32, else its arm's at another batch, said so."""
+    if m.deviation_vs_float32 is not None or m.config.arm not in measured:
         return _cell(m.deviation_vs_float32, units.percent)
-    other = measured[arm_key(m)]
+    other = measured[m.config.arm]
     value = other.deviation_vs_float32
     title = (
         f"not compared at batch {m.batch_size} (the search does not compare with float32): "
@@ -87,13 +87,13 @@ def _deviation_cell(m: Measurement, measured: Mapping[Any, Measurement]) -> str:
     )
 
 
-def measurements_table(figures: Sequence[Measurement], standing: Any) -> str:
+def measurements_table(figures: Sequence[Measurement], standing: Standing) -> str:
     best = standing.best.config if standing.best else None
     head = "".join(f"<th>{html.escape(name)}</th>" for name, _, _ in _COLUMNS)
     measured = _deviations(figures)
     rows = []
     for m in sorted(figures, key=lambda m: (m.device, m.precision, m.width or 0, m.batch_size)):
-        mark = ' class="winner"' if best and _is(m, best) else ""
+        mark = ' class="winner"' if m.config == best else ""
         glanced = _loops(m)
         cells = "".join(
             _deviation_cell(m, measured) if name == "deviation vs float32" else
@@ -103,12 +103,3 @@ def measurements_table(figures: Sequence[Measurement], standing: Any) -> str:
         rows.append(f"<tr{mark}>{cells}</tr>")
     body = "".join(rows)
     return f'<table id="measurements"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _is(m: Measurement, c: Any) -> bool:
-    return (m.device, m.batch_size, m.precision, m.width) == (
-        c.device,
-        c.batch_size,
-        c.precision,
-        c.width,
-    )

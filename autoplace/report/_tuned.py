@@ -1,5 +1,5 @@
-"""A tune's result for people (the table of the best per device and precision, the winner
-and why) and for machines (``tune --json``'s summary)."""
+"""A tune's result for people (the best per device and precision, the winner and why) and
+for machines (``tune --json``'s summary)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def tune_summary(result: TuneResult) -> dict[str, Any]:
 
 
 def _best_table(result: TuneResult) -> Table:
-    """The best of each (device, precision): the search's figure (every row on one scale),
-    the windows' beside it where it was timed in them, and the rest of that measurement."""
+    """The best of each (device, precision): the search's figure (one scale), the windows'
+    where timed in them, and the rest of that measurement."""
     obj, standing = result.objective, result.standing
     table = narrow_table(f"Best per device and precision — {obj.describe()}")
     several_widths = len(result.space.widths) > 1
@@ -54,7 +54,6 @@ def _best_table(result: TuneResult) -> Table:
     unit = obj.unit if obj.unit != "s" else "seconds"
     columns += ["search", "windows", step_label, "compile", "memory"]
     for col in columns:
-        # No cell is ever wrapped or cut: the widest row fits 80 columns (a log's width).
         table.add_column(
             col, justify="left" if col in ("device", "precision") else "right", no_wrap=True
         )
@@ -85,7 +84,7 @@ def tune_report(result: TuneResult, console: Console | None = None) -> None:
     console = console or Console()
     verdict, standing = result.verdict, result.standing
     if result.interrupted and not result.measurements:
-        _notes_out(result, console)  # nothing measured: no empty table, no verdict
+        _notes_out(result, console)  # nothing measured: no empty table
         return
     console.print(_best_table(result))
     failed = standing.failed
@@ -165,6 +164,5 @@ def _rests(best: Scored) -> str:
 
 
 def _notes_out(result: TuneResult, console: Console) -> None:
-    """What the run did that its table does not show (:attr:`TuneResult.notes`)."""
     for note in result.notes:
         console.print(f"[bold]note:[/] {note}", highlight=False)

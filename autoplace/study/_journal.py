@@ -28,9 +28,12 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from optuna.storages.journal._file import BaseJournalFileLock
 
 from autoplace.errors import StorageError
 
@@ -60,7 +63,7 @@ def journal_backend(path: Path, *, say: Callable[[str], None] | None, reading: b
     from optuna.storages.journal import JournalFileBackend
 
     class Backend(JournalFileBackend):
-        def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        def read_logs(self, log_number_from: int) -> Generator[dict[str, Any], None, None]:
             try:
                 yield from super().read_logs(log_number_from)
             except ValueError:  # Optuna's "Invalid log format", or a JSONDecodeError
@@ -70,7 +73,7 @@ def journal_backend(path: Path, *, say: Callable[[str], None] | None, reading: b
     if not reading:
         lock.acquire()  # mends
         lock.release()
-    return Backend(str(path), lock_obj=lock)
+    return Backend(str(path), lock_obj=cast("BaseJournalFileLock", lock))  # acquire, release
 
 
 class JournalLock:

@@ -385,7 +385,7 @@ def _connect_args(url: str) -> tuple[Any, dict[str, Any]]:
 
     parsed = make_url(url)
     cargs, cparams = parsed.get_dialect()().create_connect_args(parsed)
-    return cargs, cparams
+    return cargs, dict(cparams)
 
 
 def _limit(timeout: float) -> tuple[float, bool]:
@@ -449,7 +449,7 @@ def _mysql_creator(url: str) -> Callable[[], Any]:
         write_timeout=STATEMENT_TIMEOUT_S,
     )
 
-    class TimedConnection(pymysql.connections.Connection):  # type: ignore[misc]
+    class TimedConnection(pymysql.connections.Connection):
         def _read_packet(self, packet_type: Any = MysqlPacket) -> Any:
             self._read_timeout, bound = _limit(STATEMENT_TIMEOUT_S)
             if self._read_timeout <= 0:
@@ -497,7 +497,7 @@ def _timed_redis(base: type) -> type:
     commands end once the storage call's bound has passed."""
     import redis.exceptions
 
-    class TimedConnection(base):  # type: ignore[valid-type,misc]
+    class TimedConnection(base):
         def send_packed_command(self, command: Any, check_health: bool = True) -> None:
             if _limit(STATEMENT_TIMEOUT_S)[0] <= 0:
                 self.disconnect()

@@ -39,8 +39,7 @@ def test_a_second_process_waits_for_the_first_and_says_who_holds_it():
     waiter = textwrap.dedent(
         """
         import sys, time
-        from autoplace._interrupt import Interrupt
-from autoplace.measuring import timing_lock, waiting
+        from autoplace.measuring import timing_lock
         say = lambda line: print("waiting:", line, flush=True)
         with timing_lock(["cpu:1"], say):
             print("took it at", time.monotonic(), flush=True)

@@ -345,8 +345,10 @@ def test_the_command_line_prints_env_json_and_one_line_errors(env, monkeypatch, 
     monkeypatch.setenv("AUTOPLACE_CACHE", str(env.cache))
     code, out, _ = run_cli(capsys, "recommend", str(env.model), "--format", "env")
     assert code == 0
-    assert out.splitlines()[:4] == [
+    assert out.splitlines()[:6] == [
         "AUTOPLACE_DEVICE=cpu:0",
+        "AUTOPLACE_DEVICE_COUNT=1",
+        f"AUTOPLACE_PER_DEVICE_BATCH={tuned.batch_size}",
         f"AUTOPLACE_BATCH_SIZE={tuned.batch_size}",
         f"AUTOPLACE_PRECISION={tuned.precision}",
         f"AUTOPLACE_STEPS_PER_CALL={tuned.steps_per_call}",

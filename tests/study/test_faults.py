@@ -560,6 +560,7 @@ def test_a_launchers_look_up_waits_out_an_outage_saying_so(
         cache_dir=tmp_path / "cache",
         backend=SyntheticBackend(),
         on_wait=heard.append,
+        tune_options=space,  # the question the tune answered (a wider one is a miss)
     )
     back.join()
     assert found.source == "study" and found.exact

@@ -349,6 +349,7 @@ def test_a_study_made_for_another_direction_is_refused(env):
 def test_tune_measures_a_real_model_end_to_end(env, inproc, fast_settings):
     result = autoplace.tune(
         model("tiny_mlp"),
+        devices=("cpu:0",),  # one device: the counts are tests/tuning/test_device_counts.py's
         batch_sizes=(4, 16, 64),
         precisions=("float32", "bfloat16"),
         storage=env["storage"],

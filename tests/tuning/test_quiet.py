@@ -79,7 +79,9 @@ def test_a_tune_on_a_busy_machine_says_so_in_the_file(tmp_path):
             import dataclasses
 
             out = super()._together(requests, fresh)
-            return [dataclasses.replace(m, others_running=5.0, cpu_pressure=0.6) for m in out]
+            busy = dataclasses.replace  # the machine's figures, as a loaded machine reads them
+            return [busy(m, machine=busy(m.machine, others_running=5.0, cpu_pressure=0.6))
+                    for m in out]  # fmt: skip
 
     model = tmp_path / "m.py"
     model.write_text("# synthetic\n")
