@@ -33,9 +33,6 @@ class MeasureSettings:
     max_samples: int = 40
     target_spread: float = 0.03
     sample_min_s: float = 0.05
-    #: For loops timed in turns: untimed steps for about this long before each chunk (a
-    #: loop resumed after another's turn runs slow for its first few steps).
-    settle_s: float = 0.03
     time_cap_s: float = 1.0
     #: Time cap of the loop that feeds a host batch every step.
     fed_time_cap_s: float = 1.0
@@ -61,8 +58,6 @@ class MeasureSettings:
             raise BadInputError(f"timeout must be positive, got {self.timeout_s}")
         if self.max_memory is not None and self.max_memory <= 0:
             raise BadInputError(f"max memory must be positive, got {self.max_memory}")
-        if self.settle_s < 0:
-            raise BadInputError(f"settle time must not be negative, got {self.settle_s}")
         if self.min_samples < 1 or self.max_samples < self.min_samples:
             raise BadInputError("need 1 <= min_samples <= max_samples")
         if self.min_chunks < 1:

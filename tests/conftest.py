@@ -108,7 +108,6 @@ FAST = autoplace.MeasureSettings(
     min_samples=3,
     max_samples=10,
     sample_min_s=0.01,
-    settle_s=0.005,
 )
 
 

@@ -169,8 +169,10 @@ def test_a_ctrl_c_at_each_phase_of_a_real_tune_stops_it_and_keeps_everything(tmp
     # then run to its end. Every run exits 130, with no traceback, the pick so far in the
     # partial file and every measurement it finished in the study.
     storage, out = f"sqlite:///{tmp_path / 's.db'}", tmp_path / "a.toml"
+    # (prefetched: on the CPU alone, a run that puts its batches is not fed three ways)
     command = _command(storage, out, "tiny_mlp", "--workload", "mlp", "--batch-sizes",
-                       "8,32,128", "--precisions", "float32,bfloat16")  # fmt: skip
+                       "8,32,128", "--precisions", "float32,bfloat16",
+                       "--feeding", "prefetch")  # fmt: skip
     finished = 0
     for phase in ("search", "confirm", "feeding", "fuse"):
         code, err, said = _ctrl_c_at(command, phase)

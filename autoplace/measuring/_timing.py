@@ -67,14 +67,11 @@ def time_interleaved(
     Every loop gets the same number of chunks, each about ``settings.sample_min_s``
     long, so a machine that drifts (another process, clocks, heat) slows them
     alike and their comparison keeps what the drift would have spoilt when timed
-    one after the other. With several loops, each timed chunk follows about
-    ``settings.settle_s`` of untimed steps of its own loop: resumed after another
-    loop's turn, a loop runs slow for its first few steps (on the 2-core CI
-    machine, VGG at batch 4 lost 10 to 13 ms over its first 25 ms after a turn of
-    batch 256), which would count against the loop with the shorter steps. After a
-    long turn it settles longer, :data:`SETTLE_SHARE` of that turn's seconds (see
-    there). Chunks and settling are sized from the guess at first, then from the loop's
-    median so far: a guess timed just after another loop's turn runs long.
+    one after the other. No untimed steps settle a loop resumed after another's turn:
+    switched off in the ablation, settling changed no pick and no claim and cost 13% of
+    the tune's wall time (benchmarks/README.md#ablation). Chunks are sized from the guess
+    at first, then from the loop's median so far: a guess timed just after another loop's
+    turn runs long.
 
     Stops after ``min_samples`` turns once the comparison is settled: every loop's
     chunks agree within ``settings.target_spread``, or, with several loops, every
@@ -88,10 +85,9 @@ def time_interleaved(
     """
     if cap_s <= 0:
         return [[g] for g in per_step_guesses]
-    alone = len(run_chunks) == 1
     # A guess that is a one-step chunk already is a sample: slow steps are costly.
     samples: list[list[float]] = [[] for _ in run_chunks]
-    if all(_chunk_sizes(g, settings, alone)[1] == 1 for g in per_step_guesses):
+    if all(_chunk_size(g, settings) == 1 for g in per_step_guesses):
         samples = [[g] for g in per_step_guesses]
     stopped: set[int] = set()
     start = time.perf_counter()
@@ -108,7 +104,6 @@ def time_interleaved(
             n >= settings.min_chunks and time.perf_counter() - start >= cap_s * len(live())
         )
 
-    previous_s = 0.0  # the seconds of the turn just taken, whichever loop's
     turn_s = [0.0 for _ in run_chunks]  # each loop's latest timed chunk, in seconds
     while not enough(len(samples[0])):
         if on_turn is not None:
@@ -119,10 +114,10 @@ def time_interleaved(
             if i in stopped:
                 continue
             per_step = float(np.median(taken)) if taken else guess
-            untimed, k = _turn_sizes(per_step, settings, alone, not taken, previous_s)
-            previous_s = run(untimed) if untimed else 0.0
+            untimed, k = _turn_sizes(per_step, settings, not taken)
+            if untimed:
+                run(untimed)
             seconds = run(k)
-            previous_s += seconds
             turn_s[i] = seconds
             taken.append(seconds / k)
         if batch_sizes is not None and (
@@ -134,19 +129,13 @@ def time_interleaved(
     return samples
 
 
-def _turn_sizes(
-    per_step: float, settings: MeasureSettings, alone: bool, first: bool, previous_s: float
-) -> tuple[int, int]:
-    """The untimed steps and the timed ones of a loop's turn (:func:`_chunk_sizes`): in its
-    ``first`` turn, the warm-up too; after a turn of :data:`LONG_TURN_S` or more
-    (``previous_s``), a longer settling (:data:`SETTLE_SHARE`)."""
-    untimed, k = _chunk_sizes(per_step, settings, alone)
+def _turn_sizes(per_step: float, settings: MeasureSettings, first: bool) -> tuple[int, int]:
+    """The untimed steps and the timed ones of a loop's turn: in its ``first`` turn, the
+    warm-up; then none."""
+    k = _chunk_size(per_step, settings)
     if first and settings.warmup_s > 0:
-        untimed = max(untimed, math.ceil(settings.warmup_s / max(per_step, 1e-7)))
-    if not alone and previous_s >= LONG_TURN_S:
-        after = min(SETTLE_AFTER_MAX_S, SETTLE_SHARE * previous_s)
-        untimed = max(untimed, round(after / max(per_step, 1e-7)))
-    return untimed, k
+        return math.ceil(settings.warmup_s / max(per_step, 1e-7)), k
+    return 0, k
 
 
 def _stops(
@@ -166,17 +155,7 @@ def _stops(
     return found - {0}
 
 
-#: A loop taking its turn after another's that lasted :data:`LONG_TURN_S` or more settles
-#: for at least this share of that turn's seconds (at most :data:`SETTLE_AFTER_MAX_S`),
-#: untimed. A large batch's step leaves the machine slow for a while after it: on this
-#: 2-core CPU, the held-out encoder at batch 32 ran its steps in 23.0 ms just after a
-#: 4.2 s step of batch 4096 (which maps and unmaps 6.5 GB), for about 0.3 s, against
-#: 11.8 ms after a turn of batch 16; after 0.42 s of its own steps it ran them in 11.9 ms
-#: (``benchmarks/neighbour_benchmark.py``, 2026-11-26). In a search group with batch
-#: 4096, batch 32 read at half its speed and never reached the windows (issue 36). A
-#: turn of the usual 0.05-0.1 s is not long.
-SETTLE_SHARE = 0.1
-SETTLE_AFTER_MAX_S = 1.0
+#: A turn this long or longer is a long one (:func:`far_behind`): the usual 0.05-0.1 s is not.
 LONG_TURN_S = 0.5
 
 #: Turns a loop is timed before it may be stopped as clearly behind the reference: if its
@@ -226,11 +205,9 @@ def far_behind(
     return {i for i in far if turn_s[i] >= LONG_TURN_S}
 
 
-def _chunk_sizes(per_step: float, settings: MeasureSettings, alone: bool) -> tuple[int, int]:
-    """Steps to settle (none alone, nor for a step over twice ``settle_s``) and to time."""
-    per_step = max(per_step, 1e-7)
-    k = max(1, math.ceil(settings.sample_min_s / per_step))
-    return (0 if alone else round(settings.settle_s / per_step)), k
+def _chunk_size(per_step: float, settings: MeasureSettings) -> int:
+    """The steps of a timed chunk: ``settings.sample_min_s`` at least, one step at least."""
+    return max(1, math.ceil(settings.sample_min_s / max(per_step, 1e-7)))
 
 
 def _settled(samples: list[list[float]], target_spread: float) -> bool:

@@ -169,6 +169,13 @@ class Ranking:
             f"{units.score(pick.score, unit)}, the geometric mean of {windows} window"
             f"{'s' if windows != 1 else ''} in fresh processes)."
         ]
+        if windows < WINDOWS:
+            out.append(
+                f"It rests on {windows} window{'s' if windows != 1 else ''}, not the {WINDOWS} "
+                "the confirmation times: the tune stopped first (its --trials or --timeout "
+                "budget, or an interrupt), or a window failed; a lead seen once may not hold, "
+                "and tuning again into the same study times the rest."
+            )
         out += self.preferred()
         out += self.group_sentences()
         out += [

@@ -13,7 +13,8 @@ kept in flight by :func:`autoplace.prefetch`'s thread (``prefetch_step_s``), (c)
 resident on the device (``step_s``). :func:`feeding_of` judges them: each one's step per
 feeding (the median over windows), the gains of prefetching and of resident data over
 the put, and which of them wins under each feeding, so that a pick another feeding would
-change is said.
+change is said. Where every one of them runs on the CPU and the run puts its batches (the
+default), the phase does not run: see :func:`_group`.
 """
 
 from __future__ import annotations
@@ -177,12 +178,20 @@ class Feed:
 
 
 def _group(ctx: Context) -> list[Config]:
-    """The pick, then each other device's best (none for the latency objective)."""
+    """The pick, then each other device's best; none for the latency objective, nor where
+    all of them run on the CPU and the run puts its batches: there the "device" is the
+    host, the put a copy in its own memory, and the windows bought nothing in the ablation
+    (``benchmarks/README.md#ablation``: 19% of the tune's wall time, the same picks and
+    regret), while every window still times the put and the resident loops."""
     best = ctx.standing.best
     if best is None or ctx.plan.objective.one_batch:
         return []
     pick = best.config
-    return [pick, *(c for c in ctx.standing.device_bests if c.device != pick.device)]
+    group = [pick, *(c for c in ctx.standing.device_bests if c.device != pick.device)]
+    on_host = all(c.device.partition(":")[0] == "cpu" for c in group)
+    if on_host and ctx.plan.objective.feeding == "put":
+        return []
+    return group
 
 
 def with_feeding(m: Measurement, ms: Sequence[Measurement]) -> Measurement:

@@ -141,7 +141,7 @@ def test_time_interleaved_takes_turns_chunk_by_chunk() -> None:
 
         return run_chunk
 
-    settings = MeasureSettings(min_samples=3, max_samples=40, sample_min_s=0.02, settle_s=0.0)
+    settings = MeasureSettings(min_samples=3, max_samples=40, sample_min_s=0.02)
     timed = time_interleaved(
         [loop("A", 1e-3), loop("B", 2e-3), loop("C", 4e-3)], [1e-3, 2e-3, 4e-3], settings, 60.0
     )
@@ -152,7 +152,7 @@ def test_time_interleaved_takes_turns_chunk_by_chunk() -> None:
 
 def test_time_interleaved_waits_for_every_loop_to_settle() -> None:
     steady, noisy = _FakeChunks([1e-3]), _FakeChunks([1e-3, 2e-3])
-    settings = MeasureSettings(min_samples=3, max_samples=8, settle_s=0.0)
+    settings = MeasureSettings(min_samples=3, max_samples=8)
     timed = time_interleaved([steady, noisy], [1e-3, 1e-3], settings, cap_s=60.0)
     assert [len(t) for t in timed] == [8, 8]  # the noisy one never settles: max_samples
     assert timed[1] == pytest.approx([1e-3, 2e-3] * 4)  # each chunk's time, in order
@@ -163,7 +163,7 @@ def test_time_interleaved_stops_once_the_loops_ratios_settle() -> None:
     drift = [1.0, 1.5, 0.8, 1.3, 1.0, 1.6]  # the machine's speed, turn by turn
     fast = _FakeChunks([1e-3 * d for d in drift])
     slow = _FakeChunks([2e-3 * d for d in drift])  # twice as slow in every turn
-    settings = MeasureSettings(min_samples=5, max_samples=40, settle_s=0.0)
+    settings = MeasureSettings(min_samples=5, max_samples=40)
     timed = time_interleaved([fast, slow], [1e-3, 2e-3], settings, cap_s=60.0)
     assert relative_spread(timed[0]) > settings.target_spread  # neither settles alone
     assert [len(t) for t in timed] == [5, 5]  # but their ratio does: stop at min_samples
@@ -194,54 +194,13 @@ def test_time_interleaved_time_cap_is_per_loop(monkeypatch, loops) -> None:
 
     clock, step = _Clock(), 2.0**-6  # exact in binary: the sums below are exact too
     monkeypatch.setattr(timing, "time", clock)
-    settings = MeasureSettings(min_samples=40, max_samples=40, sample_min_s=step, settle_s=0.0)
+    settings = MeasureSettings(min_samples=40, max_samples=40, sample_min_s=step)
     run = [clock.chunk(step) for _ in range(loops)]
     timed = time_interleaved(run, [step] * loops, settings, cap_s=5 * step)
     # a cap of five steps per loop: each loop's guess (a one-step chunk already), then
     # five turns, however many loops take them
     assert [len(t) for t in timed] == [6] * loops
     assert clock.now == 5 * step * loops
-
-
-class _Resumed:
-    """Loops whose first call after another loop's turn pays ``penalty`` seconds extra,
-    as a real loop resumed on a shared CPU runs slow for its first few steps."""
-
-    def __init__(self) -> None:
-        self.last: str | None = None
-        self.calls: list[tuple[str, int]] = []
-
-    def loop(self, name: str, per_step: float, penalty: float):
-        def run_chunk(k: int) -> float:
-            resumed = self.last not in (None, name)
-            self.last = name
-            self.calls.append((name, k))
-            return per_step * k + (penalty if resumed else 0.0)
-
-        return run_chunk
-
-
-def test_time_interleaved_settles_each_loop_before_its_timed_chunk() -> None:
-    settings = MeasureSettings(min_samples=3, max_samples=3, sample_min_s=0.05, settle_s=0.025)
-    resumed = _Resumed()
-    loops = [resumed.loop("fast", 1e-3, 0.013), resumed.loop("slow", 0.2, 0.013)]
-    timed = time_interleaved(loops, [1e-3, 0.2], settings, cap_s=60.0)
-    # 25 untimed steps of 1 ms pay the penalty, then 50 are timed; a step of 0.2 s, longer
-    # than twice settle_s, is not settled (the penalty is a small part of it)
-    turn = [("fast", 25), ("fast", 50), ("slow", 1)]
-    assert resumed.calls == turn * 3
-    assert timed[0] == pytest.approx([1e-3] * 3)
-    # without settling, the resumed fast loop's chunks carry the penalty: over 20% slow
-    resumed = _Resumed()
-    loops = [resumed.loop("fast", 1e-3, 0.013), resumed.loop("slow", 0.2, 0.013)]
-    unsettled = time_interleaved(
-        loops, [1e-3, 0.2], dataclasses.replace(settings, settle_s=0.0), cap_s=60.0
-    )
-    assert all(t > 1.2e-3 for t in unsettled[0][1:])
-    # one loop alone is never interrupted: nothing to settle
-    alone = _Resumed()
-    time_interleaved([alone.loop("fast", 1e-3, 0.013)], [1e-3], settings, cap_s=60.0)
-    assert alone.calls == [("fast", 50)] * 3
 
 
 def test_compute_dtypes_of_lowered_programs() -> None:

@@ -11,6 +11,7 @@ from synthetic import SyntheticBackend
 import autoplace
 from autoplace import BadInputError, units
 from autoplace import recommendation as rec
+from autoplace.tuning._confirm import CAP_S
 from autoplace.tuning._search import SEARCH_CAP_S
 
 
@@ -76,6 +77,22 @@ def test_latency_is_not_fed_three_ways(env):
     backend = SyntheticBackend()
     result = tune(env, backend, objective="latency", batch_sizes=(1, 2))
     assert result.standing.feeding is None and not feeding_requests(backend)
+
+
+def test_on_the_cpu_alone_a_run_that_puts_its_batches_is_not_fed_three_ways(env):
+    # there the put is a copy in host memory: the windows bought nothing in the ablation
+    backend = SyntheticBackend()
+    result = tune(env, backend)
+    assert result.standing.feeding is None and not feeding_requests(backend)
+    fed = [m for m in result.measurements.values() if m.fed.step_s]
+    assert fed  # every window still times the put
+
+
+def test_on_the_cpu_a_run_that_prefetches_is_fed_three_ways(env):
+    backend = SyntheticBackend()
+    result = tune(env, backend, feeding="prefetch")
+    assert result.standing.feeding is not None
+    assert [r for r in backend.measured if r.settings.prefetch_time_cap_s == CAP_S]
 
 
 def test_feeding_prefetch_ranks_the_search_on_the_prefetched_loop(env):

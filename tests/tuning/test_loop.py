@@ -698,3 +698,17 @@ def test_a_real_tune_whose_window_is_killed_from_outside_disqualifies_no_finalis
     assert confirms and all(t.state == optuna.trial.TrialState.COMPLETE for t in confirms)
     assert result.best is not None and result.best.confirmed
     assert len(result.best.votes) >= 2  # its windows, the killed one measured again
+
+
+def test_a_pick_on_fewer_windows_than_promised_says_so_and_why(env):
+    # a trial budget that ends the tune after the first window (two searched, one confirmed)
+    result = run(env, SyntheticBackend(), strategy=autoplace.Grid(), batch_sizes=(8, 64),
+                 precisions=("float32",), steps_per_call=(), trials=3)  # fmt: skip
+    said = " ".join(result.standing.ranking.sentences())
+    assert len(result.best.votes) == 1
+    assert "It rests on 1 window, not the 2 the confirmation times" in said
+    full = run(env, SyntheticBackend(), strategy=autoplace.Grid(), batch_sizes=(8, 64),
+               precisions=("float32",), steps_per_call=())  # fmt: skip
+    assert len(full.best.votes) == 2 and "It rests on" not in " ".join(
+        full.standing.ranking.sentences()
+    )
