@@ -123,7 +123,7 @@ def spent(db: Path) -> dict[str, dict[str, float]]:
             row[k] += v
         row["rest"] += parts["wall"] - sum(v for k, v in parts.items() if k != "wall")
         if phase == "search":
-            key = str(m.get("batch_size"))
+            key = str(m.get("batch_size") or (m.get("config") or {}).get("batch_size"))
             by_batch[key] = by_batch.get(key, 0.0) + parts["wall"]
     out["search by batch"] = dict(sorted(by_batch.items(), key=lambda kv: int(kv[0])))
     return out
