@@ -87,8 +87,7 @@ def could_reach(line: CostLine | None, batch: int, steps: int, best: float) -> b
     """Whether ``batch``, ``steps`` batch steps from the nearest batch measured, could score
     ``best`` (a throughput), by the arm's :func:`cost_line`: true unless the line holds
     (not ``None``) over batches on both sides of it and predicts it short of ``best`` by more
-    than its error, :data:`PREDICTION_ERROR` a batch step, compounding (as ``_predict``
-    counts it)."""
+    than its error, :data:`PREDICTION_ERROR` a batch step, compounding."""
     if line is None or not line.spans(batch):
         return True
     return line.throughput(batch) * (1 + PREDICTION_ERROR) ** max(steps, 1) >= best

@@ -188,10 +188,10 @@ def behind(
 #: many times the reference's time per sample in every turn so far, stops after its first
 #: turn. Such a loop is a large batch's, far behind: on the held-out encoder, batch 4096's
 #: step took 5.4 s at 2.5 times batch 16's time per sample, and its three turns of the
-#: search (with the settling each long turn imposes on the next loop) cost 18 s of a 100 s
-#: tune (issue 38). A chunk that long averages over a burst of other processes' load (0.5-1
-#: s at 2x on this 2-core CPU) rather than being it, and a loop within the verdict's reach
-#: (``tuning.CONFIRM_REACH``, 20%) would have to read 1.7 times slower than it runs.
+#: search cost 18 s of a 100 s tune (issue 38). A chunk that long averages over a burst of
+#: other processes' load (0.5-1 s at 2x on this 2-core CPU) rather than being it, and a loop
+#: within the finalists' reach (``tuning._search.REACH``, 20%) would have to read 1.7
+#: times slower than it runs.
 FAR_BEHIND = 2.0
 
 

@@ -191,7 +191,7 @@ def _named(c: Config) -> dict[str, Any]:
 def _compared(s: Scored, comparison: Comparison) -> dict[str, Any]:
     """Another configuration, without figures, and how the pick compares with it: how many
     times better the pick scores (``ratio``) and its interval (``low``, ``high``), the
-    ``verdict`` (``faster``, ``equal``, ``undecided``), the ``windows`` both were timed in
-    (0: search figures only)."""
+    ``verdict`` (``faster``, ``within``, ``slower``: :class:`~._compare.Comparison`), the
+    ``windows`` both were timed in."""
     shown = {k: v for k, v in placement(s).items() if k != "figures"}
     return {**shown, "score": s.score, **comparison.as_dict()}

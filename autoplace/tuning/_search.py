@@ -24,11 +24,11 @@ from autoplace.tuning._phase import Context, Group
 #: (:mod:`._confirm`), and a batch the line predicts within it is measured.
 REACH = 0.20
 #: The cap of the loop the objective ranks on, per configuration, in a search group (three
-#: turns, at least, of a 50 ms chunk after 30 ms of settling).
+#: turns, at least, of a 50 ms chunk).
 SEARCH_CAP_S = 0.2
 #: While searching for throughput, a configuration whose every one of its first four turns
 #: takes more than this many times the reference's time per sample stops being timed: it
-#: is 20% behind the best so far, further than any finalist may be (``._confirm.REACH``).
+#: is 20% behind the best so far, further than any finalist may be (:data:`REACH`).
 STOP_BEHIND = 1.25
 
 

@@ -6,8 +6,9 @@ configurations being measured right now (by this process or by other workers
 sharing the study), it proposes the next *group* of configurations, measured
 together (their timed loops in turns), or an empty group when it has nothing worth
 measuring. The loop adds a reference to each group (the best configuration so
-far), so every score the strategy sees is corrected for the machine's drift (see
-:mod:`autoplace.tuning._drift`). Strategies never touch storage.
+far), so every score the strategy sees is put on one scale with the others, the
+machine's drift between groups taken out (:func:`autoplace.tuning._search.estimates`).
+Strategies never touch storage.
 """
 
 from __future__ import annotations
