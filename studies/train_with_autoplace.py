@@ -3,7 +3,8 @@
     python studies/train_with_autoplace.py            # 3 epochs of 60k MNIST-shaped samples
     python studies/train_with_autoplace.py --steps-per-call 16   # 16 steps in each jitted call
 
-The first run on a machine tunes (19 s on our 2-core CPU machine) and caches the answer;
+The first run on a machine tunes and caches the answer (the whole first run took 20-25 s on
+our 2-core CPU machine, 2026-11-28, load average 1.1-1.5; a later one 1.5-1.7 s);
 every later start finds it in milliseconds, until the model file, the jax/jaxlib versions or the
 machine change. The training loop is an ordinary one: the recommended device, batch size,
 precision and width go straight into it, and so do the steps per call: where the pick's

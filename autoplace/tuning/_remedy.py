@@ -95,7 +95,8 @@ class Timed:
     def text(self) -> str:
         as_is, with_it = self.faults_per_step
         faults = (
-            f"; {with_it:,.0f} page faults a step instead of {as_is:,.0f}"
+            f"; in those windows, {with_it:,.0f} page faults a step instead of {as_is:,.0f} "
+            "as it is"
             if as_is is not None and with_it is not None
             else ""
         )

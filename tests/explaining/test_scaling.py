@@ -68,6 +68,12 @@ def test_emulated_cpu_devices_are_said_to_share_one_processor():
     assert [round(c.speedup, 2) for c in s.counts] == [1.0, 1.25, 1.0]
     assert s.cause == "shared" and "one processor split (JAX_NUM_CPU_DEVICES)" in s.sentence()
     assert "2 devices gave the most" in s.sentence()
+    # a pick the windows put on another count than the figures' best says so, not "gave"
+    alone = scaling(ok, ok[Config("cpu:0", 64)], arm_models(ok), "fed", None)
+    assert alone.pick_count == 1
+    assert ("2 devices read the most in these figures, and the pick, on one device, rests on "
+            "its windows") in alone.sentence()  # fmt: skip
+    assert "gave the most" not in alone.sentence()
 
 
 def test_one_count_measured_is_no_scaling():
